@@ -1,0 +1,19 @@
+# donkey: the two commands of the README, and the heavier runs kept out of `make test`.
+SHELL := /bin/bash
+LEIN := lein
+
+.PHONY: test run bench soak deps clean
+
+# Installs what is missing (Debian packages, Maven artifacts), runs every test, and prints
+# `tests: N passed, N failed` as its last line.
+test: deps
+	$(LEIN) run -m donkey.test-runner
+
+run: deps
+	$(LEIN) run -m donkey.example
+
+deps:
+	@bash .ci/install-deps
+
+clean:
+	rm -rf target

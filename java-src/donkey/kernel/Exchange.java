@@ -1,0 +1,270 @@
+package donkey.kernel;
+
+import clojure.lang.AFn;
+import clojure.lang.IFn;
+import clojure.lang.IPersistentMap;
+import donkey.ring.RequestMap;
+import donkey.ring.ResponseOutputStream;
+import donkey.ring.ResponseWriter;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import java.io.ByteArrayInputStream;
+import java.io.InputStream;
+import java.lang.System.Logger.Level;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One request from arrival to the end of its response: reads the body, builds the Ring request,
+ * runs the handler in its mode, and writes what it answered (or the error it caused).
+ *
+ * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
+ * worker executor; an async handler runs on the event loop and its {@code respond}/{@code raise}
+ * (this object and {@link #raise}) may be called from any thread, once: the first call wins,
+ * later ones are logged and ignored. Fixed bodies and files are always written from the event
+ * loop; streamed bodies from a worker thread.
+ */
+final class Exchange extends AFn implements Runnable {
+  private static final System.Logger LOG = System.getLogger("donkey");
+  private static final String ERROR_500 = "Internal Server Error";
+
+  private final ServerVerticle loop;
+  private final HttpServerRequest req;
+  private final HttpServerResponse resp;
+  private final AtomicBoolean answered = new AtomicBoolean();
+  private IPersistentMap request;
+  private Buffer body;
+  private boolean rejected;
+
+  /** The {@code raise} callback of an async handler. */
+  final IFn raise = new AFn() {
+    @Override
+    public Object invoke(Object error) {
+      if (answered.compareAndSet(false, true)) {
+        fail(error instanceof Throwable ? (Throwable) error
+            : new IllegalArgumentException("raise called with " + error));
+      } else {
+        LOG.log(Level.WARNING, "raise called after the response to {0} was already given; ignored",
+            where());
+      }
+      return null;
+    }
+  };
+
+  Exchange(ServerVerticle loop, HttpServerRequest req) {
+    this.loop = loop;
+    this.req = req;
+    this.resp = req.response();
+  }
+
+  /** Event loop: reads the body when there is one, then dispatches. */
+  void start() {
+    ServerConfig cfg = loop.config;
+    String cl = req.getHeader(HttpHeaders.CONTENT_LENGTH);
+    boolean chunked = req.headers().contains(HttpHeaders.TRANSFER_ENCODING);
+    long length = 0;
+    if (cl != null) {
+      try {
+        length = Long.parseLong(cl.trim());
+      } catch (NumberFormatException e) {
+        length = -1;
+      }
+      if (length < 0) {
+        closeWith(400, "Bad Request: invalid Content-Length");
+        return;
+      }
+    }
+    if (length == 0 && !chunked) {
+      dispatch(null);
+      return;
+    }
+    if (length > cfg.maxBodySize) {
+      closeWith(413, "Payload Too Large");
+      return;
+    }
+    if (req.headers().contains(HttpHeaders.EXPECT, HttpHeaders.CONTINUE, true)) {
+      resp.writeContinue();
+    }
+    body = Buffer.buffer(length > 0 ? (int) length : 1024);
+    req.exceptionHandler(t -> rejected = true);
+    req.handler(chunk -> {
+      if (rejected) return;
+      if ((long) body.length() + chunk.length() > cfg.maxBodySize) {
+        rejected = true;
+        body = null;
+        closeWith(413, "Payload Too Large");
+        return;
+      }
+      body.appendBuffer(chunk);
+    });
+    req.endHandler(v -> {
+      if (rejected) return;
+      Buffer b = body;
+      body = null;
+      dispatch(new ByteArrayInputStream(b.getBytes()));
+    });
+  }
+
+  /** Event loop: builds the Ring request and runs the handler in its mode. */
+  private void dispatch(InputStream in) {
+    ServerConfig cfg = loop.config;
+    request = RequestMap.build(req, in, cfg.trustForwardedFor);
+    if (cfg.async) {
+      try {
+        cfg.handler.invoke(request, this, raise);
+      } catch (Throwable t) {
+        raise.invoke(t);
+      }
+    } else {
+      try {
+        loop.workers.execute(this);
+      } catch (RejectedExecutionException e) {
+        answered.set(true);
+        loop.eventLoop.runOnContext(v -> closeWith(503, "Service Unavailable"));
+      }
+    }
+  }
+
+  /** Worker thread: runs a sync handler. */
+  @Override
+  public void run() {
+    Object response;
+    try {
+      response = loop.config.handler.invoke(request);
+    } catch (Throwable t) {
+      answered.set(true);
+      fail(t);
+      return;
+    }
+    answered.set(true);
+    complete(response);
+  }
+
+  /** The {@code respond} callback of an async handler. */
+  @Override
+  public Object invoke(Object response) {
+    if (answered.compareAndSet(false, true)) {
+      complete(response);
+    } else {
+      LOG.log(Level.WARNING, "respond called after the response to {0} was already given; ignored",
+          where());
+      ResponseWriter.discard(response);
+    }
+    return null;
+  }
+
+  /** Any thread: sends a handler's response from the right thread for its body. */
+  private void complete(Object response) {
+    ResponseWriter.Kind kind;
+    try {
+      kind = ResponseWriter.classify(response, loop.config.streamablePred);
+    } catch (Throwable t) {
+      ResponseWriter.discard(response);
+      fail(t);
+      return;
+    }
+    IPersistentMap r = (IPersistentMap) response;
+    if (kind == ResponseWriter.Kind.STREAM) {
+      if (Context.isOnEventLoopThread()) {
+        try {
+          loop.workers.execute(() -> stream(r));
+        } catch (RejectedExecutionException e) {
+          ResponseWriter.discard(r);
+          onLoop(() -> closeWith(503, "Service Unavailable"));
+        }
+      } else {
+        stream(r);
+      }
+    } else {
+      onLoop(() -> writeNow(r, kind));
+    }
+  }
+
+  /** Event loop: writes a fixed or file body. */
+  private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
+    if (resp.closed()) return;
+    try {
+      ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
+      Object b = r.valAt(ResponseWriter.BODY);
+      if (kind == ResponseWriter.Kind.FILE) {
+        ResponseWriter.sendFile(resp, (java.io.File) b);
+      } else {
+        ResponseWriter.endFixed(resp, b);
+      }
+    } catch (Throwable t) {
+      fail(t);
+    }
+  }
+
+  /** Worker thread: streams a blocking body with flow control. */
+  private void stream(IPersistentMap r) {
+    if (resp.closed()) {
+      ResponseWriter.discard(r);
+      return;
+    }
+    ResponseOutputStream os = new ResponseOutputStream(resp, req.method() == HttpMethod.HEAD);
+    try {
+      ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
+      ResponseWriter.stream(resp, r, os, loop.config.streamableWriter);
+    } catch (Throwable t) {
+      ResponseWriter.discard(r);
+      if (os.committed()) {
+        if (!resp.closed()) {
+          LOG.log(Level.ERROR, "response body of " + where() + " failed after the head was sent;"
+              + " closing the connection", t);
+        }
+        req.connection().close();
+      } else {
+        fail(t);
+      }
+    }
+  }
+
+  /** Any thread: logs a handler failure once and answers 500 if nothing was sent yet. */
+  private void fail(Throwable t) {
+    LOG.log(Level.ERROR, "handler failed for " + where(), t);
+    onLoop(() -> {
+      if (resp.closed() || resp.ended()) return;
+      if (resp.headWritten()) {
+        req.connection().close();
+        return;
+      }
+      resp.headers().clear();
+      resp.setStatusCode(500);
+      plain(ERROR_500);
+    });
+  }
+
+  /** Event loop: answers {@code status} with a short text body and closes the connection. */
+  private void closeWith(int status, String message) {
+    if (resp.closed() || resp.ended()) return;
+    resp.setStatusCode(status);
+    resp.headers().clear();
+    resp.putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
+    plain(message);
+  }
+
+  private void plain(String message) {
+    resp.putHeader(HttpHeaders.DATE, loop.date);
+    if (loop.serverHeader != null) resp.putHeader(HttpHeaders.SERVER, loop.serverHeader);
+    resp.putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8");
+    resp.end(message);
+  }
+
+  private void onLoop(Runnable r) {
+    if (Vertx.currentContext() == loop.eventLoop) {
+      r.run();
+    } else {
+      loop.eventLoop.runOnContext(v -> r.run());
+    }
+  }
+
+  private String where() {
+    return req.method().name() + " " + req.path();
+  }
+}

@@ -1,0 +1,182 @@
+package donkey.kernel;
+
+import io.vertx.core.DeploymentOptions;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.file.FileSystemOptions;
+import java.io.Closeable;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A running donkey server: its own Vert.x instance, one {@link ServerVerticle} per event loop,
+ * and the executor of sync handlers.
+ *
+ * <p>Threading: {@link #start}, {@link #stop} and {@link #await} block the calling thread and
+ * must not be called from an event loop. {@link #port} may be called from any thread.
+ */
+public final class Server implements Closeable {
+  private static final long START_TIMEOUT_S = 30;
+
+  private final ServerConfig config;
+  private final Vertx vertx;
+  private final ExecutorService workers;
+  private final List<ServerVerticle> loops = new CopyOnWriteArrayList<>();
+  private final AtomicBoolean stopping = new AtomicBoolean();
+  private final CountDownLatch stopped = new CountDownLatch(1);
+  private volatile int port;
+
+  private Server(ServerConfig config, Vertx vertx, ExecutorService workers) {
+    this.config = config;
+    this.vertx = vertx;
+    this.workers = workers;
+  }
+
+  /**
+   * Starts a server and returns once its socket is bound.
+   *
+   * @throws IllegalArgumentException for an invalid configuration
+   * @throws IllegalStateException when the server cannot start (port in use, bad host, no
+   *     virtual threads on this JVM); everything started so far is released first
+   */
+  public static Server start(ServerConfig config) {
+    if (config.handler == null) throw new IllegalArgumentException("no handler given");
+    if (config.port < 0 || config.port > 65535) {
+      throw new IllegalArgumentException(":port must be in 0..65535, got " + config.port);
+    }
+    if (config.eventLoops < 1) {
+      throw new IllegalArgumentException(":event-loops must be >= 1, got " + config.eventLoops);
+    }
+    ExecutorService workers = config.virtualThreads ? Workers.virtual()
+        : Workers.platform(config.workerThreads);
+    Vertx vertx = Vertx.vertx(new VertxOptions()
+        .setEventLoopPoolSize(config.eventLoops)
+        .setFileSystemOptions(new FileSystemOptions()
+            .setFileCachingEnabled(false)
+            .setClassPathResolvingEnabled(false)));
+    Server server = new Server(config, vertx, workers);
+    try {
+      // Vert.x binds one random port shared by every instance for a negative port; port 0
+      // would give each event loop a port of its own.
+      server.deploy(config.port == 0 ? -1 : config.port, config.eventLoops);
+      int bound = server.loops.get(0).actualPort();
+      for (ServerVerticle v : server.loops) {
+        if (v.actualPort() != bound) {
+          throw new IllegalStateException("event loops bound different ports: " + bound
+              + " and " + v.actualPort());
+        }
+      }
+      server.port = bound;
+      return server;
+    } catch (RuntimeException e) {
+      server.release(0);
+      throw new IllegalStateException("donkey could not listen on " + config.host + ":"
+          + config.port + ": " + rootMessage(e), e);
+    }
+  }
+
+  private void deploy(int onPort, int instances) {
+    await(vertx.deployVerticle(() -> {
+      ServerVerticle v = new ServerVerticle(config, workers, onPort);
+      loops.add(v);
+      return v;
+    }, new DeploymentOptions().setInstances(instances)), START_TIMEOUT_S * 1000);
+  }
+
+  /** The port the server is bound to (the chosen one when started with port 0). */
+  public int port() {
+    return port;
+  }
+
+  /** The Vert.x instance: an escape hatch for advanced use; donkey owns its life cycle. */
+  public Vertx vertx() {
+    return vertx;
+  }
+
+  /**
+   * Stops accepting connections, lets in-flight requests finish for up to the configured
+   * shutdown timeout, then closes every connection and releases the event loops and worker
+   * threads. Idempotent: later calls return at once (or wait for the first one to finish).
+   */
+  public void stop() {
+    if (!stopping.compareAndSet(false, true)) {
+      awaitStopped();
+      return;
+    }
+    release(config.shutdownTimeoutMs);
+  }
+
+  private void release(long graceMs) {
+    try {
+      // Undeploying runs every ServerVerticle.stop(): a graceful shutdown of its server.
+      await(vertx.close(), graceMs + 10_000);
+    } catch (RuntimeException e) {
+      System.getLogger("donkey").log(System.Logger.Level.WARNING,
+          "donkey: Vert.x did not close cleanly: " + rootMessage(e));
+    } finally {
+      workers.shutdown();
+      try {
+        if (!workers.awaitTermination(Math.max(1000, graceMs), TimeUnit.MILLISECONDS)) {
+          workers.shutdownNow();
+        }
+      } catch (InterruptedException e) {
+        workers.shutdownNow();
+        Thread.currentThread().interrupt();
+      }
+      stopping.set(true);
+      stopped.countDown();
+    }
+  }
+
+  private void awaitStopped() {
+    try {
+      stopped.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Blocks until the server has stopped (the {@code :join? true} behaviour). */
+  public void await() throws InterruptedException {
+    stopped.await();
+  }
+
+  /** Same as {@link #stop()}, for try-with-resources and {@code with-open}. */
+  @Override
+  public void close() {
+    stop();
+  }
+
+  @Override
+  public String toString() {
+    return "#<donkey.Server " + config.host + ":" + port + (stopping.get() ? " stopped" : "") + ">";
+  }
+
+  private static <T> T await(Future<T> f, long timeoutMs) {
+    try {
+      return f.toCompletionStage().toCompletableFuture().get(timeoutMs, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      Throwable c = e.getCause();
+      if (c instanceof RuntimeException) throw (RuntimeException) c;
+      throw new IllegalStateException(c);
+    } catch (TimeoutException e) {
+      throw new IllegalStateException("timed out after " + timeoutMs + " ms", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  private static String rootMessage(Throwable t) {
+    Throwable c = t;
+    while (c.getCause() != null && c.getCause() != c) c = c.getCause();
+    return c.getMessage() == null ? c.getClass().getSimpleName() : c.getMessage();
+  }
+}

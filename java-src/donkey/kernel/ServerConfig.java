@@ -1,0 +1,44 @@
+package donkey.kernel;
+
+import clojure.lang.IFn;
+
+/**
+ * Start-up configuration of a {@link Server}. Built once by {@code donkey.server/run-server}
+ * after it has validated the user's options; the kernel only reads it afterwards.
+ *
+ * <p>Threading: filled on the caller's thread before {@link Server#start}; read-only from then
+ * on, and safely published to the event loops by the deployment itself.
+ */
+public final class ServerConfig {
+  /** Ring handler: 1-arity (sync) or 3-arity (async). */
+  public IFn handler;
+  /** True when {@link #handler} is a 3-arity async handler run on the event loop. */
+  public boolean async;
+  public String host = "0.0.0.0";
+  public int port = 80;
+  /** Event loops, one server verticle each. */
+  public int eventLoops = Math.max(1, Runtime.getRuntime().availableProcessors());
+  /** Platform threads that run sync handlers. */
+  public int workerThreads = 50;
+  /** Run sync handlers on virtual threads (JVM 21+ only). */
+  public boolean virtualThreads;
+  /** Largest request body accepted, in bytes; larger gets 413. */
+  public long maxBodySize = 16L * 1024 * 1024;
+  public int maxInitialLineLength = 8192;
+  public int maxHeaderSize = 16384;
+  /** Idle keep-alive connections are closed after this many ms (0 = never). */
+  public long idleTimeoutMs = 120_000;
+  /** How long {@link Server#stop} waits for in-flight requests, in ms. */
+  public long shutdownTimeoutMs = 30_000;
+  /** Value of the {@code Server} response header, or null to send none. */
+  public String serverHeader = "donkey";
+  /** When true, {@code :remote-addr} comes from the first X-Forwarded-For entry if present. */
+  public boolean trustForwardedFor;
+  /**
+   * {@code (fn [body response output-stream])} that writes a body through
+   * {@code ring.core.protocols/StreamableResponseBody}, or null when ring-core is absent.
+   */
+  public IFn streamableWriter;
+  /** {@code (fn [body])} true when {@link #streamableWriter} can write this body. */
+  public IFn streamablePred;
+}

@@ -1,0 +1,145 @@
+(ns donkey.server
+  "Start and stop a donkey HTTP server: a drop-in for `ring.adapter.jetty/run-jetty`.
+
+  The whole per-request path runs in the Java kernel (`donkey.kernel.*`, `donkey.ring.*`);
+  this namespace validates options once, at start-up, and gets out of the way."
+  (:require [clojure.string :as str])
+  (:import (clojure.lang IFn)
+           (donkey.kernel Server ServerConfig)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private defaults
+  {:port 80
+   :host "0.0.0.0"
+   :join? true
+   :async? false
+   :worker-threads 50
+   :virtual-threads? false
+   :max-body-size (* 16 1024 1024)
+   :max-initial-line-length 8192
+   :max-header-size 16384
+   :idle-timeout 120000
+   :shutdown-timeout 30000
+   :server-header "donkey"
+   :trust-forwarded-for? false})
+
+(def ^:private unsupported
+  "ring-jetty options whose meaning donkey cannot honour yet. Ignoring them silently would,
+  for example, serve plaintext to someone who asked for TLS."
+  {:ssl? "TLS" :ssl-port "TLS" :keystore "TLS" :truststore "TLS" :client-auth "TLS"
+   :ssl-context "TLS" :http? "disabling plain HTTP" :configurator "Jetty configurators"
+   :websockets "Jetty websocket handlers"})
+
+(defn- fail [msg]
+  (throw (IllegalArgumentException. (str "donkey.server/run-server: " msg))))
+
+(defn- int-opt ^long [opts k lo hi]
+  (let [v (get opts k)]
+    (when-not (and (integer? v) (<= lo v hi))
+      (fail (str k " must be an integer in " lo ".." hi ", got " (pr-str v))))
+    (long v)))
+
+(defn- bool-opt [opts k]
+  (let [v (get opts k)]
+    (when-not (boolean? v) (fail (str k " must be true or false, got " (pr-str v))))
+    v))
+
+(defn- streamable-fns
+  "When ring-core is on the classpath, the two fns the kernel uses to write bodies through
+  `ring.core.protocols/StreamableResponseBody`; nil otherwise."
+  []
+  (when-let [write (try (requiring-resolve 'ring.core.protocols/write-body-to-stream)
+                        (catch Exception _ nil))]
+    (let [protocol @(requiring-resolve 'ring.core.protocols/StreamableResponseBody)]
+      [(fn [body response out] (write body response out))
+       (fn [body] (satisfies? protocol body))])))
+
+(defn- config
+  "Validates `opts` (merged over the defaults) and builds the kernel's configuration."
+  ^ServerConfig [handler opts]
+  (when-not (ifn? handler) (fail (str "handler must be a function, got " (pr-str handler))))
+  (when-not (or (nil? opts) (map? opts)) (fail (str "options must be a map, got " (pr-str opts))))
+  (doseq [[k what] unsupported
+          :let [v (get opts k)]
+          :when (if (= k :http?) (false? v) (and (some? v) (not (false? v))))]
+    (fail (str k " is not supported: donkey does not do " what " yet")))
+  (let [opts (merge defaults
+                    (when-let [t (:max-threads opts)] {:worker-threads t})
+                    (into {} (remove (comp nil? val)) opts))
+        cores (.availableProcessors (Runtime/getRuntime))
+        opts (update opts :event-loops #(or % cores))
+        cfg (ServerConfig.)]
+    (when-not (string? (:host opts)) (fail (str ":host must be a string, got " (pr-str (:host opts)))))
+    (when-not (or (nil? (:server-header opts)) (string? (:server-header opts)))
+      (fail (str ":server-header must be a string or nil, got " (pr-str (:server-header opts)))))
+    (set! (.handler cfg) ^IFn handler)
+    (set! (.async cfg) (boolean (bool-opt opts :async?)))
+    (set! (.host cfg) ^String (:host opts))
+    (set! (.port cfg) (int (int-opt opts :port 0 65535)))
+    (set! (.eventLoops cfg) (int (int-opt opts :event-loops 1 1024)))
+    (set! (.workerThreads cfg) (int (int-opt opts :worker-threads 1 100000)))
+    (set! (.virtualThreads cfg) (boolean (bool-opt opts :virtual-threads?)))
+    (set! (.maxBodySize cfg) (int-opt opts :max-body-size 0 Long/MAX_VALUE))
+    (set! (.maxInitialLineLength cfg) (int (int-opt opts :max-initial-line-length 256 Integer/MAX_VALUE)))
+    (set! (.maxHeaderSize cfg) (int (int-opt opts :max-header-size 256 Integer/MAX_VALUE)))
+    (set! (.idleTimeoutMs cfg) (int-opt opts :idle-timeout 0 Integer/MAX_VALUE))
+    (set! (.shutdownTimeoutMs cfg) (int-opt opts :shutdown-timeout 0 Long/MAX_VALUE))
+    (set! (.serverHeader cfg) ^String (:server-header opts))
+    (set! (.trustForwardedFor cfg) (boolean (bool-opt opts :trust-forwarded-for? )))
+    (when-let [[write pred] (streamable-fns)]
+      (set! (.streamableWriter cfg) ^IFn write)
+      (set! (.streamablePred cfg) ^IFn pred))
+    cfg))
+
+(defn run-server
+  "Starts an HTTP server that serves the Ring `handler` and returns a server value once the
+  socket is bound. Stop it with `stop` or `.close` (so `with-open` works); `port` gives the
+  bound port.
+
+  `handler` is a sync Ring handler `(fn [request] response)`, run on a worker thread, or with
+  `:async? true` an async one `(fn [request respond raise])`, run on the event loop: it must not
+  block, and `respond`/`raise` may be called from any thread, once.
+
+  Options (ring-jetty's names where the concept is the same):
+    :port                    port to listen on; 0 picks a free one (default 80)
+    :host                    address to bind (default \"0.0.0.0\")
+    :join?                   block the calling thread until the server stops (default true)
+    :async?                  the handler is a 3-arity async handler (default false)
+    :event-loops             event loops, one server each (default: number of cores)
+    :worker-threads          threads that run sync handlers (default 50; :max-threads is
+                             accepted as an alias)
+    :virtual-threads?        run sync handlers on virtual threads; needs Java 21+ and fails
+                             at start-up on an older JVM (default false)
+    :max-body-size           largest request body in bytes; larger gets 413 (default 16 MiB)
+    :max-initial-line-length longest request line; longer gets 414 (default 8192)
+    :max-header-size         largest header section; larger gets 431 (default 16384)
+    :idle-timeout            ms before an idle keep-alive connection is closed (default 120000)
+    :shutdown-timeout        ms `stop` waits for in-flight requests (default 30000)
+    :server-header           value of the Server header, nil for none (default \"donkey\")
+    :trust-forwarded-for?    take :remote-addr from X-Forwarded-For when present; only behind a
+                             proxy you trust (default false: the socket peer)
+
+  Unknown options are ignored, so a ring-jetty option map works as it is; options naming a
+  feature donkey lacks (:ssl? and the TLS options) are refused rather than ignored.
+
+  Throws IllegalArgumentException for an invalid option and IllegalStateException when the
+  server cannot start (port in use, ...), after releasing whatever it had started."
+  ^Server [handler opts]
+  (let [server (Server/start (config handler opts))]
+    (when (get opts :join? true)
+      (.await server))
+    server))
+
+(defn stop
+  "Stops `server`: stops accepting connections, lets in-flight requests finish for up to
+  `:shutdown-timeout` ms, then closes connections and releases every thread it started.
+  Idempotent. Blocks; do not call it from an event loop."
+  [^Server server]
+  (.stop server)
+  nil)
+
+(defn port
+  "The port `server` is bound to; with `:port 0`, the one the OS chose."
+  ^long [^Server server]
+  (.port server))

@@ -1,0 +1,115 @@
+(ns donkey.server-test
+  "Life cycle: start, port, stop, with-open, join?, start-up failures, worker concurrency."
+  (:require [clojure.test :refer [deftest is testing]]
+            [donkey.server :as server]
+            [donkey.test-util :as u :refer [with-server GET]])
+  (:import (java.net ServerSocket Socket ConnectException)
+           (java.util.concurrent CountDownLatch Executors TimeUnit)))
+
+(defn- hello [_] {:status 200 :headers {"content-type" "text/plain"} :body "hi"})
+
+(defn- donkey-threads []
+  (->> (Thread/getAllStackTraces) keys
+       (filter #(re-find #"vert\.x|donkey-worker" (.getName ^Thread %)))
+       (filter #(.isAlive ^Thread %))))
+
+(deftest run-port-stop
+  (let [s (server/run-server hello {:port 0 :join? false})
+        p (server/port s)]
+    (is (< 0 p 65536))
+    (binding [u/*port* p]
+      (let [r (GET "/")]
+        (is (= 200 (:status r)))
+        (is (= "hi" (:body r)))))
+    (server/stop s)
+    (testing "the socket is closed when stop returns"
+      (is (thrown? ConnectException (Socket. "127.0.0.1" (int p)))))
+    (testing "stop is idempotent"
+      (is (nil? (server/stop s)))
+      (.close s))))
+
+(deftest fixed-port-and-with-open
+  (let [p (with-open [ss (ServerSocket. 0)] (.getLocalPort ss))]
+    (with-open [s (server/run-server hello {:port p :join? false :event-loops 3})]
+      (is (= p (server/port s)))
+      (binding [u/*port* p]
+        (is (every? #(= 200 (:status %)) (repeatedly 12 #(GET "/"))))))
+    (is (thrown? ConnectException (Socket. "127.0.0.1" (int p))))))
+
+(deftest join-blocks-until-stopped
+  (let [started (promise)
+        ret (promise)
+        handler (fn [_] (deliver started true) {:status 200})
+        p (with-open [ss (ServerSocket. 0)] (.getLocalPort ss))
+        t (future (deliver ret (server/run-server handler {:port p})))]
+    ;; wait for the socket, then check run-server has not returned
+    (loop [i 0] (when (and (< i 100) (not (try (Socket. "127.0.0.1" (int p)) true (catch Exception _ false))))
+                  (Thread/sleep 50) (recur (inc i))))
+    (Thread/sleep 200)
+    (is (not (realized? ret)) "run-server with :join? true (the default) blocks")
+    (future-cancel t)))
+
+(deftest start-up-failures
+  (testing "port in use is a clear exception"
+    (with-open [ss (ServerSocket. 0)]
+      (let [e (try (server/run-server hello {:port (.getLocalPort ss) :host "0.0.0.0" :join? false})
+                   (catch IllegalStateException e e))]
+        (is (instance? IllegalStateException e))
+        (is (re-find #"could not listen.*Address already in use" (ex-message e))))))
+  (testing "bad options are refused before anything starts"
+    (doseq [[opts re] [[{:port -1} #":port must be an integer in 0..65535"]
+                       [{:port 70000} #":port"]
+                       [{:port "80"} #":port"]
+                       [{:port 0 :worker-threads 0} #":worker-threads"]
+                       [{:port 0 :event-loops 0} #":event-loops"]
+                       [{:port 0 :async? "yes"} #":async\?"]
+                       [{:port 0 :ssl? true} #":ssl\? is not supported"]
+                       [{:port 0 :http? false} #":http\? is not supported"]
+                       [{:port 0 :host 1} #":host"]]]
+      (let [e (try (server/run-server hello (assoc opts :join? false)) nil
+                   (catch IllegalArgumentException e e))]
+        (is (some->> e ex-message (re-find re)) (pr-str opts)))))
+  (testing "a handler that is not a function"
+    (is (thrown-with-msg? IllegalArgumentException #"handler must be a function"
+                          (server/run-server "nope" {:port 0 :join? false}))))
+  (testing "virtual threads on a JVM without them"
+    (when (< (.feature (Runtime/version)) 21)
+      (is (thrown-with-msg? IllegalStateException #"needs Java 21"
+                            (server/run-server hello {:port 0 :join? false :virtual-threads? true}))))))
+
+(deftest ring-jetty-options-are-accepted
+  (with-server hello {:max-threads 8 :min-threads 2 :max-idle-time 1000 :send-server-version? true}
+    (is (= 200 (:status (GET "/"))))))
+
+(deftest stop-releases-threads
+  (let [before (count (donkey-threads))]
+    (dotimes [_ 3]
+      (with-server hello {}
+        (dotimes [_ 5] (GET "/"))))
+    (loop [i 0]
+      (when (and (< i 50) (> (count (donkey-threads)) before))
+        (Thread/sleep 100) (recur (inc i))))
+    (is (<= (count (donkey-threads)) before)
+        (str "threads left: " (mapv #(.getName ^Thread %) (donkey-threads))))))
+
+(deftest no-global-side-effects
+  (let [props (into {} (System/getProperties))]
+    (with-server hello {} (GET "/"))
+    (is (= props (into {} (System/getProperties))))))
+
+(deftest workers-serve-slow-requests-in-parallel
+  (testing "N worker threads serve N slow requests at once"
+    (let [n 8
+          in-handler (CountDownLatch. n)
+          handler (fn [_]
+                    (.countDown in-handler)
+                    ;; every request waits until all n are inside the handler at once
+                    (if (.await in-handler 5 TimeUnit/SECONDS)
+                      {:status 200 :body "together"}
+                      {:status 500 :body "serialised"}))]
+      (with-server handler {:worker-threads n}
+        (let [pool (Executors/newFixedThreadPool n)
+              fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (GET "/")))) (range n))
+              rs (mapv #(.get ^java.util.concurrent.Future %) fs)]
+          (.shutdown pool)
+          (is (every? #(= "together" (:body %)) rs)))))))
