@@ -66,7 +66,8 @@
     (fail (str k " is not supported: donkey does not do " what " yet")))
   (let [opts (merge defaults
                     (when-let [t (:max-threads opts)] {:worker-threads t})
-                    (into {} (remove (comp nil? val)) opts))
+                    (into {} (remove (comp nil? val)) opts)
+                    (select-keys opts [:server-header]))
         cores (.availableProcessors (Runtime/getRuntime))
         opts (update opts :event-loops #(or % cores))
         cfg (ServerConfig.)]

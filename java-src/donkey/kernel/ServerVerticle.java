@@ -4,7 +4,12 @@ import io.netty.util.AsciiString;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.net.impl.SocketAddressImpl;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
@@ -45,7 +50,9 @@ final class ServerVerticle extends VerticleBase {
         .setTcpNoDelay(true)
         .setIdleTimeout((int) Math.min(Integer.MAX_VALUE, config.idleTimeoutMs))
         .setIdleTimeoutUnit(java.util.concurrent.TimeUnit.MILLISECONDS);
-    http = vertx.createHttpServer(opts).requestHandler(r -> new Exchange(this, r).start());
+    http = vertx.createHttpServer(opts)
+        .requestHandler(r -> new Exchange(this, r).start())
+        .invalidRequestHandler(this::invalid);
     // A negative port asks Vert.x for one random port shared by every instance that asks for
     // the same negative port; SocketAddress.inetSocketAddress refuses it, the impl does not.
     return http.listen(new SocketAddressImpl(port, config.host));
@@ -57,6 +64,34 @@ final class ServerVerticle extends VerticleBase {
     vertx.cancelTimer(timer);
     return http == null ? Future.succeededFuture()
         : http.shutdown(Duration.ofMillis(config.shutdownTimeoutMs));
+  }
+
+  /**
+   * Event loop: answers a request the decoder could not parse (414 for a request line over
+   * {@code :max-initial-line-length}, 431 for headers over {@code :max-header-size}, 400
+   * otherwise) with a short text body, then closes the connection.
+   */
+  private void invalid(HttpServerRequest r) {
+    Throwable cause = r.decoderResult().cause();
+    int status;
+    String message;
+    if (cause instanceof TooLongHttpLineException) {
+      status = 414;
+      message = "URI Too Long";
+    } else if (cause instanceof TooLongHttpHeaderException) {
+      status = 431;
+      message = "Request Header Fields Too Large";
+    } else {
+      status = 400;
+      message = "Bad Request: malformed request line or headers";
+    }
+    HttpServerResponse resp = r.response();
+    resp.setStatusCode(status)
+        .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
+        .putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE)
+        .putHeader(HttpHeaders.DATE, date);
+    if (serverHeader != null) resp.putHeader(HttpHeaders.SERVER, serverHeader);
+    resp.end(message).onComplete(v -> r.connection().close());
   }
 
   /** The port this loop's server is bound to. */

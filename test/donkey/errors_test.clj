@@ -1,0 +1,145 @@
+(ns donkey.errors-test
+  "Bad input and misbehaving handlers (DESIGN.md section 5, the foundation's rows): each ends
+  in a clear status and a server that keeps serving."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.test-util :as u :refer [with-server GET request raw status-line header]])
+  (:import (java.io BufferedReader InputStreamReader OutputStream)
+           (java.net Socket)
+           (java.nio.charset StandardCharsets)
+           (java.util.concurrent CountDownLatch Executors TimeUnit)
+           (java.util.concurrent.atomic AtomicInteger)))
+
+(defn- ok [req] {:status 200 :headers {"content-type" "text/plain"} :body (str "ok " (:uri req))})
+
+(defn- still-serving? [] (= "ok /after" (:body (GET "/after"))))
+
+(deftest malformed-requests-get-400
+  (with-server ok {}
+    (doseq [bad ["GARBAGE\r\n\r\n"
+                 "GET\r\n\r\n"
+                 "GET / HTTP/1.1\r\nHost: x\r\nBad Header Without Colon\r\n\r\n"
+                 "\u0000\u0001\u0002\u0003 / HTTP/1.1\r\n\r\n"]]
+      (let [resp (raw bad)]
+        (is (re-find #"^HTTP/1\.[01] 400" resp) (str (pr-str bad) " => " (pr-str (status-line resp))))
+        (is (str/includes? resp "Bad Request"))
+        (is (still-serving?))))
+    (testing "an unknown HTTP version is refused"
+      (is (re-find #"^HTTP/\S+ 50[15]" (raw "GET / HTTP/9.9\r\nHost: x\r\n\r\n")))
+      (is (still-serving?)))))
+
+(deftest too-long-request-line-and-headers
+  (with-server ok {:max-initial-line-length 1024 :max-header-size 2048}
+    (is (re-find #"^HTTP/1\.[01] 414" (raw (str "GET /" (apply str (repeat 2000 "a")) " HTTP/1.1\r\nHost: x\r\n\r\n"))))
+    (is (re-find #"^HTTP/1\.[01] 431" (raw (str "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " (apply str (repeat 4000 "b")) "\r\n\r\n"))))
+    (is (still-serving?))))
+
+(deftest body-over-the-limit-gets-413
+  (let [called (AtomicInteger.)]
+    (with-server (fn [r] (.incrementAndGet called) (ok r)) {:max-body-size 1000}
+      (testing "declared Content-Length over the limit"
+        (let [resp (raw (str "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n"))]
+          (is (str/starts-with? resp "HTTP/1.1 413"))))
+      (testing "chunked body that grows past the limit"
+        (let [chunk (apply str (repeat 600 "c"))
+              resp (raw (str "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "258\r\n" chunk "\r\n258\r\n" chunk "\r\n0\r\n\r\n"))]
+          (is (str/starts-with? resp "HTTP/1.1 413"))))
+      (testing "invalid Content-Length"
+        (is (str/starts-with? (raw "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n") "HTTP/1.1 400")))
+      (is (zero? (.get called)) "the handler never ran")
+      (testing "a body under the limit is fine"
+        (is (= 200 (:status (request :post "/small" {:body (apply str (repeat 999 "x"))}))))))))
+
+(deftest throwing-handler-gets-500-and-the-next-request-succeeds
+  (with-server (fn [req] (if (= "/boom" (:uri req)) (throw (ex-info "secret detail" {})) (ok req))) {}
+    (let [r (GET "/boom")]
+      (is (= 500 (:status r)))
+      (is (not (str/includes? (:body r) "secret detail")) "no exception text to the client")
+      (is (not (str/includes? (:body r) "at donkey")) "no stack trace to the client"))
+    (is (still-serving?))))
+
+(deftest non-response-gets-500
+  (doseq [bad [nil "a string" 42 [:vector] {:status "two hundred"} {:status 200 :headers "x"}]]
+    (with-server (fn [req] (if (= "/after" (:uri req)) (ok req) bad)) {}
+      (is (= 500 (:status (GET "/"))) (pr-str bad))
+      (is (still-serving?)))))
+
+(deftest async-handlers
+  (testing "respond on the event loop"
+    (with-server (fn [req respond _] (respond (ok req))) {:async? true}
+      (is (= "ok /a" (:body (GET "/a"))))))
+  (testing "respond from another thread, later"
+    (let [pool (Executors/newScheduledThreadPool 2)]
+      (try
+        (with-server (fn [req respond _]
+                       (.schedule pool ^Runnable #(respond (ok req)) 50 TimeUnit/MILLISECONDS))
+          {:async? true}
+          (is (every? #(= 200 (:status %)) (doall (repeatedly 5 #(GET "/later"))))))
+        (finally (.shutdown pool)))))
+  (testing "raise gives 500"
+    (with-server (fn [req respond raise]
+                   (if (= "/after" (:uri req)) (respond (ok req)) (raise (Exception. "nope"))))
+      {:async? true}
+      (is (= 500 (:status (GET "/"))))
+      (is (still-serving?))))
+  (testing "an async handler that throws gives 500"
+    (with-server (fn [req respond _]
+                   (if (= "/after" (:uri req)) (respond (ok req)) (throw (Exception. "sync throw"))))
+      {:async? true}
+      (is (= 500 (:status (GET "/"))))
+      (is (still-serving?))))
+  (testing "a second respond or raise is ignored"
+    (with-server (fn [req respond raise]
+                   (respond {:status 201 :body "first"})
+                   (respond {:status 202 :body "second"})
+                   (raise (Exception. "late")))
+      {:async? true}
+      (let [r (GET "/")]
+        (is (= 201 (:status r)))
+        (is (= "first" (:body r))))
+      (is (= 201 (:status (GET "/again"))) "the connection stayed consistent")))
+  (testing "async streaming body is sent from a worker, not the event loop"
+    (with-server (fn [_ respond _]
+                   (respond {:status 200 :body (java.io.ByteArrayInputStream. (.getBytes "streamed"))}))
+      {:async? true}
+      (is (= "streamed" (:body (GET "/")))))))
+
+(defn- read-response
+  "Reads one HTTP/1.1 response with a Content-Length from `in`; returns [status body]."
+  [^java.io.InputStream in]
+  (let [line (fn [] (let [sb (StringBuilder.)]
+                      (loop []
+                        (let [c (.read in)]
+                          (cond (neg? c) (str sb)
+                                (= c 10) (str/trimr (str sb))
+                                :else (do (.append sb (char c)) (recur)))))))
+        status (line)
+        headers (loop [hs {}]
+                  (let [l (line)]
+                    (if (str/blank? l) hs
+                        (let [[k v] (str/split l #":\s*" 2)] (recur (assoc hs (str/lower-case k) v))))))
+        n (Long/parseLong (get headers "content-length" "0"))
+        body (byte-array n)]
+    (loop [off 0] (when (< off n) (let [r (.read in body off (- n off))] (when (pos? r) (recur (+ off r))))))
+    [status (String. body StandardCharsets/UTF_8)]))
+
+(deftest thousand-requests-on-fifty-keep-alive-connections
+  (with-server (fn [req] {:status 200 :body (str (:query-string req))}) {}
+    (let [conns 50 per 20
+          port u/*port*
+          pool (Executors/newFixedThreadPool conns)
+          tasks (for [c (range conns)]
+                  (fn []
+                    (with-open [s (Socket. "127.0.0.1" (int port))]
+                      (.setSoTimeout s 10000)
+                      (let [out (.getOutputStream s) in (java.io.BufferedInputStream. (.getInputStream s))]
+                        (vec (for [i (range per)]
+                               (do (.write out (.getBytes (str "GET /k?c" c "r" i " HTTP/1.1\r\nHost: x\r\n\r\n")))
+                                   (.flush out)
+                                   (let [[status body] (read-response in)]
+                                     (and (= status "HTTP/1.1 200 OK") (= body (str "c" c "r" i)))))))))))
+          results (mapcat deref (.invokeAll pool ^java.util.Collection (vec tasks)))]
+      (.shutdown pool)
+      (is (= (* conns per) (count results)))
+      (is (every? true? results) "every request answered correctly on its own connection"))))

@@ -1,0 +1,125 @@
+(ns donkey.ring-request-test
+  "The Ring request map, key by key (DESIGN.md section 4), over real sockets."
+  (:require [clojure.test :refer [deftest is testing]]
+            [donkey.test-util :as u :refer [with-server GET request raw]])
+  (:import (java.io InputStream)))
+
+(defn- capture
+  "A handler that hands the request it got to `p` (body slurped) and answers 200."
+  [p]
+  (fn [req]
+    (deliver p (assoc req :body-class (some-> (:body req) class)
+                      :body-text (some-> ^InputStream (:body req) slurp)))
+    {:status 200 :body "ok"}))
+
+(defn- seen [opts f]
+  (let [p (promise)]
+    (with-server (capture p) opts
+      (f)
+      (deref p 5000 ::timeout))))
+
+(deftest checklist-keys
+  (let [req (seen {} #(GET "/a/b%20c?x=1&y=%C3%A9" {:headers {"X-Trace" "t1"}}))]
+    (is (= u/*port* nil) "sanity: binding gone after with-server")
+    (is (integer? (:server-port req)))
+    (is (instance? Integer (:server-port req)) ":server-port is an Integer")
+    (is (= "127.0.0.1" (:server-name req)) ":server-name has no port")
+    (is (= "127.0.0.1" (:remote-addr req)))
+    (is (= "/a/b%20c" (:uri req)) ":uri is the raw path without the query")
+    (is (= "x=1&y=%C3%A9" (:query-string req)))
+    (is (= :http (:scheme req)))
+    (is (= :get (:request-method req)))
+    (is (= "HTTP/1.1" (:protocol req)))
+    (is (= "t1" (get-in req [:headers "x-trace"])) "header names are lower-case")
+    (is (every? #(= % (.toLowerCase ^String %)) (keys (:headers req))))
+    (is (nil? (:body req)) "a GET without a body has :body nil")
+    (is (not (contains? req :ssl-client-cert)) "no TLS, no :ssl-client-cert")))
+
+(deftest server-port-and-name-from-host-header
+  (let [p (promise)]
+    (with-server (capture p) {}
+      (raw (str "GET /h HTTP/1.1\r\nHost: example.com:9999\r\nConnection: close\r\n\r\n"))
+      (let [req (deref p 5000 nil)]
+        (is (= "example.com" (:server-name req)))
+        (is (= 9999 (:server-port req))))))
+  (let [p (promise)]
+    (with-server (capture p) {}
+      (raw (str "GET /h HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"))
+      (let [req (deref p 5000 nil)]
+        (is (= "example.com" (:server-name req)))
+        (is (= u/*port* (:server-port req)) "no port in Host: the local port")))))
+
+(deftest query-string-nil-when-absent
+  (is (nil? (:query-string (seen {} #(GET "/plain")))))
+  (is (= "" (:query-string (seen {} #(raw "GET /empty? HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))))
+      "a bare ? is an empty query"))
+
+(deftest request-methods
+  (doseq [m [:get :post :put :delete :patch :options]]
+    (is (= m (:request-method (seen {} #(request m "/m" {:body (when (#{:post :put :patch} m) "x")}))))))
+  (let [p (promise)]
+    (with-server (capture p) {}
+      (raw "PROPFIND /dav HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      (is (= :propfind (:request-method (deref p 5000 nil)))))))
+
+(deftest repeated-headers-are-joined
+  (let [p (promise)]
+    (with-server (capture p) {}
+      (raw (str "GET /r HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\nX-A: 3\r\n"
+                "Cookie: a=1\r\nCookie: b=2\r\nConnection: close\r\n\r\n"))
+      (let [req (deref p 5000 nil)]
+        (is (= "1,2,3" (get-in req [:headers "x-a"])) "joined with , in arrival order")
+        (is (= "a=1; b=2" (get-in req [:headers "cookie"])) "cookie joined with ; ")))))
+
+(deftest many-headers
+  (let [hs (into {} (map (fn [i] [(str "X-H" i) (str "v" i)])) (range 40))
+        req (seen {} #(GET "/many" {:headers hs}))]
+    (is (every? (fn [i] (= (str "v" i) (get-in req [:headers (str "x-h" i)]))) (range 40)))))
+
+(deftest body-is-an-input-stream
+  (let [req (seen {} #(request :post "/b" {:body "hello body" :headers {"Content-Type" "text/plain"}}))]
+    (is (isa? (:body-class req) InputStream) ":body is an InputStream, not a byte[]")
+    (is (= "hello body" (:body-text req))))
+  (testing "chunked request body"
+    (let [p (promise)]
+      (with-server (capture p) {}
+        (raw (str "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                  "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"))
+        (is (= "hello world" (:body-text (deref p 5000 nil))))))))
+
+(deftest http-1-0
+  (let [p (promise)]
+    (with-server (capture p) {}
+      (let [resp (raw "GET /old HTTP/1.0\r\n\r\n")]
+        (is (re-find #"^HTTP/1.[01] 200" resp))
+        (is (= "HTTP/1.0" (:protocol (deref p 5000 nil))))))))
+
+(deftest remote-addr-is-the-socket-peer
+  (testing "X-Forwarded-For is ignored unless the user opts in"
+    (is (= "127.0.0.1" (:remote-addr (seen {} #(GET "/" {:headers {"X-Forwarded-For" "6.6.6.6"}}))))))
+  (testing ":trust-forwarded-for? true takes the first X-Forwarded-For entry"
+    (is (= "10.1.2.3" (:remote-addr (seen {:trust-forwarded-for? true}
+                                          #(GET "/" {:headers {"X-Forwarded-For" "10.1.2.3, 10.0.0.1"}})))))
+    (is (= "127.0.0.1" (:remote-addr (seen {:trust-forwarded-for? true} #(GET "/")))))))
+
+(deftest the-request-is-a-real-clojure-map
+  (let [req (dissoc (seen {} #(GET "/map?q=1")) :body-class :body-text)]
+    (is (map? req))
+    (is (= #{:server-port :server-name :remote-addr :uri :query-string :scheme
+             :request-method :protocol :headers :body}
+           (set (keys req))))
+    (is (= 10 (count req)))
+    (is (= "/map" (get req :uri)) "get")
+    (is (= "/map" (:uri req)) "keyword invoke")
+    (is (= "/map" (req :uri)) "map invoke")
+    (is (= :x (:new (assoc req :new :x))) "assoc")
+    (is (not (contains? (dissoc req :uri) :uri)) "dissoc")
+    (is (= req (into {} req)) "= against a hash map built from its seq")
+    (is (= (hash req) (hash (into {} req))) "hash agrees with =")
+    (is (= (dissoc req :body) (read-string (pr-str (dissoc req :body)))) "prints and reads back (without :body)")
+    (let [{:keys [uri request-method] {host "host"} :headers} req]
+      (is (= ["/map" :get] [uri request-method]) "destructuring")
+      (is (string? host)))
+    (is (= (count (seq req)) (count req)) "seq")
+    (is (map? (:headers req)))
+    (is (= (:headers req) (into {} (:headers req))))))

@@ -1,0 +1,174 @@
+(ns donkey.ring-response-test
+  "Response writing: every Ring body type, header values, HEAD, framing, Date and Server,
+  keep-alive and pipelining, over real sockets."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.test-util :as u :refer [with-server GET request raw header]]
+            [ring.core.protocols :as protocols])
+  (:import (java.io ByteArrayInputStream File FilterInputStream InputStream OutputStream)
+           (java.net Socket)
+           (java.nio.charset StandardCharsets)
+           (java.util.concurrent.atomic AtomicBoolean)))
+
+(defn- const [resp] (fn [_] resp))
+
+(defn- tracked-stream
+  "An InputStream over `bytes` that records being closed in `closed`."
+  ^InputStream [^bytes bytes ^AtomicBoolean closed]
+  (proxy [FilterInputStream] [(ByteArrayInputStream. bytes)]
+    (close [] (.set closed true) (proxy-super close))))
+
+(deftest string-body
+  (with-server (const {:status 200 :headers {"content-type" "text/plain"} :body "héllo"}) {}
+    (let [r (GET "/" {:as :bytes})]
+      (is (= 200 (:status r)))
+      (is (= "héllo" (String. ^bytes (:body r) StandardCharsets/UTF_8)) "UTF-8 by default")
+      (is (= "6" (header r "content-length")) "Content-Length is known"))))
+
+(deftest string-body-honours-charset
+  (with-server (const {:status 200 :headers {"Content-Type" "text/plain; charset=ISO-8859-1"} :body "héllo"}) {}
+    (let [r (GET "/" {:as :bytes})]
+      (is (= "héllo" (String. ^bytes (:body r) StandardCharsets/ISO_8859_1)))
+      (is (= "5" (header r "content-length"))))))
+
+(deftest nil-body-and-default-status
+  (with-server (const {:headers {"x-a" "1"}}) {}
+    (let [r (GET "/")]
+      (is (= 200 (:status r)) ":status defaults to 200")
+      (is (= "" (:body r)))
+      (is (= "0" (header r "content-length")))))
+  (with-server (const {:status 204}) {}
+    (is (= 204 (:status (GET "/"))))))
+
+(deftest byte-array-body
+  (let [bs (byte-array (map unchecked-byte (range 256)))]
+    (with-server (const {:status 200 :body bs}) {}
+      (let [r (GET "/" {:as :bytes})]
+        (is (= (seq bs) (seq (:body r))))
+        (is (= "256" (header r "content-length")))))))
+
+(deftest seq-body
+  (with-server (const {:status 200 :body (list "a" 1 :k nil "z")}) {}
+    (let [r (GET "/")]
+      (is (= "a1:kz" (:body r)) "each element's str, in order; nil adds nothing")))
+  (testing "a lazy seq streams: each element is flushed before the next is realised"
+    (let [first-seen (promise)]
+      (with-server (const {:status 200
+                           :body (map (fn [i] (when (= i 1) (deref first-seen 5000 nil)) (str i))
+                                      (take 3 (iterate inc 0)))}) {}
+        (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+          (.setSoTimeout s 5000)
+          (.write (.getOutputStream s) (.getBytes "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+          (let [in (.getInputStream s) buf (byte-array 4096)
+                n (.read in buf)
+                got (String. buf 0 n StandardCharsets/ISO_8859_1)]
+            (is (str/includes? got "transfer-encoding: chunked"))
+            (is (str/ends-with? got "1\r\n0\r\n") "element 0 arrived while element 1 was blocked")
+            (deliver first-seen true)))))))
+
+(deftest input-stream-body
+  (let [closed (AtomicBoolean.)
+        data (.getBytes (apply str (repeat 10000 "0123456789")))]
+    (with-server (fn [_] {:status 200 :body (tracked-stream data closed)}) {}
+      (let [r (GET "/" {:as :bytes})]
+        (is (= 200 (:status r)))
+        (is (java.util.Arrays/equals ^bytes data ^bytes (:body r)))
+        (is (.get closed) "the InputStream is closed after sending")))))
+
+(deftest small-input-stream-gets-content-length
+  (with-server (fn [_] {:status 200 :body (ByteArrayInputStream. (.getBytes "tiny"))}) {}
+    (let [r (GET "/")]
+      (is (= "tiny" (:body r)))
+      (is (= "4" (header r "content-length")) "a body that fits the buffer is not chunked"))))
+
+(deftest file-body
+  (let [f (File/createTempFile "donkey" ".txt")]
+    (try
+      (spit f (apply str (repeat 5000 "file-body ")))
+      (with-server (const {:status 200 :body f}) {}
+        (let [r (GET "/")]
+          (is (= (slurp f) (:body r)))
+          (is (= (str (.length f)) (header r "content-length")))))
+      (testing "a missing file is a 500, not a hang"
+        (with-server (const {:status 200 :body (File. "/nonexistent/donkey")}) {}
+          (is (= 500 (:status (GET "/"))))))
+      (finally (.delete f)))))
+
+(defrecord Custom [text]
+  protocols/StreamableResponseBody
+  (write-body-to-stream [_ _ out]
+    (with-open [w (io/writer out)]
+      (.write w ^String text))))
+
+(deftest streamable-response-body
+  (with-server (const {:status 200 :body (->Custom "from the protocol")}) {}
+    (is (= "from the protocol" (:body (GET "/")))))
+  (testing "an unknown body type is a 500"
+    (with-server (const {:status 200 :body (Object.)}) {}
+      (is (= 500 (:status (GET "/")))))))
+
+(deftest header-values
+  (with-server (const {:status 200
+                       :headers {"Set-Cookie" ["a=1; Path=/" "b=2; Path=/"]
+                                 "X-Seq" (list "p" "q")
+                                 "X-Num" 42
+                                 "Content-Type" "text/plain"}
+                       :body "h"}) {}
+    (let [r (GET "/")]
+      (is (= ["a=1; Path=/" "b=2; Path=/"] (get-in r [:headers "set-cookie"]))
+          "each value of a seq is its own header line")
+      (is (= ["p" "q"] (get-in r [:headers "x-seq"])))
+      (is (= "42" (header r "x-num")))
+      (is (= "text/plain" (header r "content-type"))))))
+
+(deftest header-injection-is-refused
+  (with-server (const {:status 200 :headers {"X-Evil" "a\r\nSet-Cookie: pwned=1"} :body "x"}) {}
+    (let [r (GET "/")]
+      (is (= 500 (:status r)))
+      (is (nil? (header r "set-cookie")))
+      (is (nil? (header r "x-evil"))))))
+
+(deftest date-and-server-headers
+  (with-server (const {:status 200 :body "d"}) {}
+    (let [r (GET "/")]
+      (is (= "donkey" (header r "server")))
+      (is (re-matches #"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT"
+                      (header r "date")))
+      (let [parsed (java.time.ZonedDateTime/parse (header r "date")
+                                                  java.time.format.DateTimeFormatter/RFC_1123_DATE_TIME)]
+        (is (< (Math/abs (- (.toEpochSecond parsed) (quot (System/currentTimeMillis) 1000))) 3)
+            "the cached Date is current"))))
+  (testing "the handler's own Server header wins; :server-header nil sends none"
+    (with-server (const {:status 200 :headers {"Server" "mine"}}) {}
+      (is (= "mine" (header (GET "/") "server"))))
+    (with-server (const {:status 200}) {:server-header nil}
+      (is (nil? (header (GET "/") "server"))))))
+
+(deftest head-has-no-body
+  (doseq [body ["0123456789" (.getBytes "0123456789") (list "0123456789")]]
+    (with-server (const {:status 200 :body body}) {}
+      (let [resp (raw "HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            [head1 rest1] (str/split resp #"\r\n\r\n" 2)]
+        (is (str/starts-with? head1 "HTTP/1.1 200"))
+        (is (str/starts-with? rest1 "HTTP/1.1 200") (str "HEAD sent no body for " (class body)))
+        (is (str/includes? rest1 "0123456789"))))))
+
+(deftest content-length-from-handler-is-corrected
+  (with-server (const {:status 200 :headers {"Content-Length" "999"} :body "four"}) {}
+    (let [r (GET "/")]
+      (is (= "4" (header r "content-length")))
+      (is (= "four" (:body r))))))
+
+(deftest keep-alive-and-pipelining
+  (with-server (fn [req] {:status 200 :body (:uri req)}) {}
+    (let [resp (raw (str (apply str (for [i (range 20)] (str "GET /p" i " HTTP/1.1\r\nHost: x\r\n\r\n")))
+                         "GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+          bodies (re-seq #"/p\d+|/last" resp)]
+      (is (= 21 (count (re-seq #"HTTP/1.1 200" resp))) "every pipelined request answered")
+      (is (= (concat (map #(str "/p" %) (range 20)) ["/last"]) bodies) "in order"))))
+
+(deftest status-codes
+  (doseq [s [201 302 404 418 503]]
+    (with-server (const {:status s :headers {"Location" "/x"}}) {}
+      (is (= s (:status (GET "/")))))))
