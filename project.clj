@@ -16,7 +16,9 @@
                                                 :snapshots false}]]}
              :dev [:debian
                    {:dependencies [[ring/ring-core "1.8.2" :exclusions [org.clojure/clojure]]
-                                   [ring/ring-mock "0.4.0" :exclusions [org.clojure/clojure]]
-                                   [compojure "1.6.0" :exclusions [org.clojure/clojure]]]
+                                   [compojure "1.6.0" :exclusions [org.clojure/clojure]]
+                                   ;; ring-core's multipart middleware loads the servlet API
+                                   [javax.servlet/javax.servlet-api "3.1.0"]]
+                    :source-paths ["examples"]
                     :exclusions [org.clojure/clojure]}]
              :uberjar {:aot :all :jvm-opts ["-Dclojure.compiler.direct-linking=true"]}})
