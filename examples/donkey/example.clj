@@ -13,7 +13,7 @@
     "/plaintext" {:status 200 :headers {"content-type" "text/plain"} :body "Hello, World!"}
     "/json" {:status 200 :headers {"content-type" "application/json"}
              ;; Until the kernel's JSON path lands, Vert.x's own encoder (Jackson) does it.
-             :body (.encode (JsonObject. ^java.util.Map {"message" "Hello, World!"}))}
+             :body (let [^java.util.Map m {"message" "Hello, World!"}] (.encode (JsonObject. m)))}
     "/echo" {:status 200 :headers {"content-type" "application/edn"}
              :body (pr-str (update req :body #(some-> ^java.io.InputStream % slurp)))}
     {:status 404 :headers {"content-type" "text/plain"} :body "try /plaintext, /json or /echo\n"}))

@@ -172,3 +172,44 @@
   (doseq [s [201 302 404 418 503]]
     (with-server (const {:status s :headers {"Location" "/x"}}) {}
       (is (= s (:status (GET "/")))))))
+
+(defn- counting-stream
+  "An InputStream of `total` bytes that counts how many the server has read in `served`."
+  ^InputStream [^long total ^java.util.concurrent.atomic.AtomicLong served]
+  (proxy [InputStream] []
+    (read
+      ([] (if (< (.get served) total) (do (.incrementAndGet served) 65) -1))
+      ([^bytes b] (.read ^InputStream this b 0 (alength b)))
+      ([^bytes b off len]
+       (let [left (- total (.get served))]
+         (if (<= left 0)
+           -1
+           (let [n (int (min left len))]
+             (java.util.Arrays/fill b (int off) (int (+ off n)) (byte 65))
+             (.addAndGet served n)
+             n)))))))
+
+(deftest large-stream-to-a-slow-reader-is-flow-controlled
+  (let [total (* 256 1024 1024)
+        served (java.util.concurrent.atomic.AtomicLong.)]
+    (with-server (fn [_] {:status 200 :body (counting-stream total served)}) {}
+      (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+        (.setReceiveBufferSize s 65536)
+        (.setSoTimeout s 10000)
+        (.write (.getOutputStream s) (.getBytes "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+        (Thread/sleep 1500)
+        (let [read-while-paused (.get served)]
+          (is (< read-while-paused (* 32 1024 1024))
+              (str "the server read " read-while-paused " bytes of the body while the client read none"))
+          (let [in (.getInputStream s) buf (byte-array 262144)
+                ;; count the body's bytes ('A'); chunk framing is hex digits and CRLF
+                body-bytes (loop [as 0]
+                             (if (>= as total)
+                               as
+                               (let [n (try (.read in buf) (catch java.net.SocketTimeoutException _ -2))]
+                                 (if (pos? n)
+                                   (recur (+ as (long (loop [i 0 c 0] (if (< i n) (recur (inc i) (if (= 65 (aget buf i)) (inc c) c)) c)))))
+                                   as))))]
+            (is (>= body-bytes total) (str "the whole body arrived: " body-bytes " of " total
+                                           ", server read " (.get served)))
+            (is (= total (.get served)))))))))

@@ -113,3 +113,10 @@
               rs (mapv #(.get ^java.util.concurrent.Future %) fs)]
           (.shutdown pool)
           (is (every? #(= "together" (:body %)) rs)))))))
+
+(deftest zero-reflection-warnings
+  (let [err (java.io.StringWriter.)]
+    (binding [*err* err *warn-on-reflection* true]
+      (doseq [ns '[donkey.server donkey.example]]
+        (require ns :reload)))
+    (is (not (re-find #"Reflection warning" (str err))) (str err))))
