@@ -3,7 +3,9 @@
   :license {:name "Apache License 2.0" :url "https://www.apache.org/licenses/LICENSE-2.0"}
   ;; Runtime dependencies: Maven Central only.
   :dependencies [[org.clojure/clojure "1.12.3"]
-                 [io.vertx/vertx-core "5.1.6"]]
+                 [io.vertx/vertx-core "5.1.6"]
+                 ;; the kernel's JSON codec; same version as the jackson-core Vert.x brings
+                 [com.fasterxml.jackson.core/jackson-databind "2.21.5"]]
   :repositories [["central" {:url "https://repo1.maven.org/maven2/" :snapshots false}]]
   :source-paths ["src"]
   :java-source-paths ["java-src"]
