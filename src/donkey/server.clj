@@ -3,7 +3,7 @@
 
   The whole per-request path runs in the Java kernel (`donkey.kernel.*`, `donkey.ring.*`);
   this namespace validates options once, at start-up, and gets out of the way."
-  (:require [clojure.string :as str])
+  (:require [donkey.routes :as routes])
   (:import (clojure.lang IFn)
            (donkey.kernel Server ServerConfig)))
 
@@ -55,10 +55,26 @@
       [(fn [body response out] (write body response out))
        (fn [body] (satisfies? protocol body))])))
 
+(defn- set-routes!
+  "Compiles a route-table spec into `cfg`."
+  [^ServerConfig cfg {:keys [routes middleware not-found error-handler] :as spec}]
+  (when-let [unknown (seq (remove #{:routes :middleware :not-found :error-handler} (keys spec)))]
+    (fail (str "unknown keys in the route-table spec: " (vec unknown))))
+  (when-not (or (nil? middleware) (sequential? middleware))
+    (fail (str ":middleware must be a vector of middleware fns, got " (pr-str middleware))))
+  (when-not (or (nil? not-found) (ifn? not-found)) (fail ":not-found must be a Ring handler"))
+  (when-not (or (nil? error-handler) (ifn? error-handler)) (fail ":error-handler must be a function"))
+  (set! (.router cfg) (routes/compile-routes routes middleware))
+  (when not-found
+    (set! (.notFound cfg) ^IFn (routes/wrap-middleware not-found middleware)))
+  (when error-handler
+    (set! (.errorHandler cfg) ^IFn error-handler)))
+
 (defn- config
   "Validates `opts` (merged over the defaults) and builds the kernel's configuration."
   ^ServerConfig [handler opts]
-  (when-not (ifn? handler) (fail (str "handler must be a function, got " (pr-str handler))))
+  (when-not (or (map? handler) (ifn? handler))
+    (fail (str "handler must be a function or a route-table map, got " (pr-str handler))))
   (when-not (or (nil? opts) (map? opts)) (fail (str "options must be a map, got " (pr-str opts))))
   (doseq [[k what] unsupported
           :let [v (get opts k)]
@@ -74,7 +90,9 @@
     (when-not (string? (:host opts)) (fail (str ":host must be a string, got " (pr-str (:host opts)))))
     (when-not (or (nil? (:server-header opts)) (string? (:server-header opts)))
       (fail (str ":server-header must be a string or nil, got " (pr-str (:server-header opts)))))
-    (set! (.handler cfg) ^IFn handler)
+    (if (map? handler)
+      (set-routes! cfg handler)
+      (set! (.handler cfg) ^IFn handler))
     (set! (.async cfg) (boolean (bool-opt opts :async?)))
     (set! (.host cfg) ^String (:host opts))
     (set! (.port cfg) (int (int-opt opts :port 0 65535)))
@@ -94,13 +112,23 @@
     cfg))
 
 (defn run-server
-  "Starts an HTTP server that serves the Ring `handler` and returns a server value once the
-  socket is bound. Stop it with `stop` or `.close` (so `with-open` works); `port` gives the
+  "Starts an HTTP server that serves `handler` and returns a server value once the socket is
+  bound. Stop it with `stop` or `.close` (so `with-open` works); `port` gives the
   bound port.
 
   `handler` is a sync Ring handler `(fn [request] response)`, run on a worker thread, or with
   `:async? true` an async one `(fn [request respond raise])`, run on the event loop: it must not
   block, and `respond`/`raise` may be called from any thread, once.
+
+  `handler` may instead be a route table, routed by the kernel (see `donkey.routes` for the
+  route map keys):
+    {:routes        [{:path \"/users/:id\" :methods [:get] :handler get-user} ...]
+     :middleware    [...]   ; Ring middleware around every route, outside the route's own
+     :not-found     h       ; sync Ring handler for unmatched paths (default: a plain 404)
+     :error-handler f}      ; (fn [request throwable]) => response with a String/byte[]/nil
+                            ; body, instead of the plain 500; must not block
+  The kernel answers 404, 405 (with Allow), 415 and 406 itself. A duplicate or invalid route
+  fails start-up with an IllegalArgumentException naming it.
 
   Options (ring-jetty's names where the concept is the same):
     :port                    port to listen on; 0 picks a free one (default 80)

@@ -39,7 +39,7 @@
   ([method path {:keys [headers body as timeout] :or {timeout 10}}]
    (let [b (-> (HttpRequest/newBuilder (URI/create (url path)))
                (.timeout (Duration/ofSeconds timeout))
-               (.method (name method)
+               (.method (.toUpperCase (name method))
                         (cond (nil? body) (HttpRequest$BodyPublishers/noBody)
                               (bytes? body) (HttpRequest$BodyPublishers/ofByteArray ^bytes body)
                               :else (HttpRequest$BodyPublishers/ofString (str body)))))]

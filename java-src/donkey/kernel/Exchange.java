@@ -4,6 +4,8 @@ import clojure.lang.AFn;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import donkey.ring.RequestMap;
+import donkey.route.Route;
+import donkey.route.Router;
 import donkey.ring.ResponseOutputStream;
 import donkey.ring.ResponseWriter;
 import io.vertx.core.Context;
@@ -38,6 +40,10 @@ final class Exchange extends AFn implements Runnable {
   private final HttpServerResponse resp;
   private final AtomicBoolean answered = new AtomicBoolean();
   private IPersistentMap request;
+  /** The handler this request runs: the server's, or the matched route's. */
+  private IFn handler;
+  private boolean async;
+  private IPersistentMap pathParams;
   private Buffer body;
   private boolean rejected;
 
@@ -62,11 +68,12 @@ final class Exchange extends AFn implements Runnable {
     this.resp = req.response();
   }
 
-  /** Event loop: reads the body when there is one, then dispatches. */
+  /** Event loop: routes, reads the body when there is one, then dispatches. */
   void start() {
     ServerConfig cfg = loop.config;
     String cl = req.getHeader(HttpHeaders.CONTENT_LENGTH);
     boolean chunked = req.headers().contains(HttpHeaders.TRANSFER_ENCODING);
+    if (!route(cfg, cl != null || chunked)) return;
     long length = 0;
     if (cl != null) {
       try {
@@ -110,13 +117,49 @@ final class Exchange extends AFn implements Runnable {
     });
   }
 
+  /**
+   * Event loop: picks the handler. With a route table, a request no route takes is answered
+   * here (404, 405 with Allow, 406, 415, 400 for a bad path parameter) before its body is read.
+   *
+   * @return false when the request has been answered
+   */
+  private boolean route(ServerConfig cfg, boolean hasBody) {
+    if (cfg.router == null) {
+      handler = cfg.handler;
+      async = cfg.async;
+      return true;
+    }
+    Router.Match m = cfg.router.match(req.method().name(), req.path(),
+        req.getHeader(HttpHeaders.CONTENT_TYPE), req.getHeader(HttpHeaders.ACCEPT));
+    if (m.status == 0) {
+      handler = m.route.handler();
+      async = m.route.mode() == Route.Mode.NON_BLOCKING;
+      pathParams = m.pathParams;
+      return true;
+    }
+    if (m.status == 404 && cfg.notFound != null) {
+      handler = cfg.notFound;
+      async = false;
+      return true;
+    }
+    answered.set(true);
+    if (m.allow != null) resp.putHeader(HttpHeaders.ALLOW, m.allow);
+    if (hasBody) {
+      closeWith(m.status, m.message);
+    } else {
+      resp.setStatusCode(m.status);
+      plain(m.message);
+    }
+    return false;
+  }
+
   /** Event loop: builds the Ring request and runs the handler in its mode. */
   private void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
-    request = RequestMap.build(req, in, cfg.trustForwardedFor);
-    if (cfg.async) {
+    request = RequestMap.build(req, in, cfg.trustForwardedFor, pathParams);
+    if (async) {
       try {
-        cfg.handler.invoke(request, this, raise);
+        handler.invoke(request, this, raise);
       } catch (Throwable t) {
         raise.invoke(t);
       }
@@ -135,7 +178,7 @@ final class Exchange extends AFn implements Runnable {
   public void run() {
     Object response;
     try {
-      response = loop.config.handler.invoke(request);
+      response = handler.invoke(request);
     } catch (Throwable t) {
       answered.set(true);
       fail(t);
@@ -225,7 +268,10 @@ final class Exchange extends AFn implements Runnable {
     }
   }
 
-  /** Any thread: logs a handler failure once and answers 500 if nothing was sent yet. */
+  /**
+   * Any thread: logs a handler failure once and, if nothing was sent yet, answers with the
+   * configured error handler's response, or a plain 500 when there is none (or it fails too).
+   */
   private void fail(Throwable t) {
     LOG.log(Level.ERROR, "handler failed for " + where(), t);
     onLoop(() -> {
@@ -235,6 +281,22 @@ final class Exchange extends AFn implements Runnable {
         return;
       }
       resp.headers().clear();
+      IFn onError = loop.config.errorHandler;
+      if (onError != null && request != null) {
+        try {
+          Object r = onError.invoke(request, t);
+          if (ResponseWriter.classify(r, null) == ResponseWriter.Kind.FIXED) {
+            ResponseWriter.writeHead(resp, (IPersistentMap) r, loop.date, loop.serverHeader);
+            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY));
+            return;
+          }
+          LOG.log(Level.ERROR, "the :error-handler for " + where()
+              + " returned a response whose body is not a String, byte[] or nil; sending 500");
+        } catch (Throwable e) {
+          LOG.log(Level.ERROR, "the :error-handler failed for " + where(), e);
+        }
+        resp.headers().clear();
+      }
       resp.setStatusCode(500);
       plain(ERROR_500);
     });
@@ -243,8 +305,10 @@ final class Exchange extends AFn implements Runnable {
   /** Event loop: answers {@code status} with a short text body and closes the connection. */
   private void closeWith(int status, String message) {
     if (resp.closed() || resp.ended()) return;
+    String allow = resp.headers().get(HttpHeaders.ALLOW);
     resp.setStatusCode(status);
     resp.headers().clear();
+    if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
     resp.putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
     plain(message);
   }

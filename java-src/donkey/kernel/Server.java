@@ -47,7 +47,9 @@ public final class Server implements Closeable {
    *     virtual threads on this JVM); everything started so far is released first
    */
   public static Server start(ServerConfig config) {
-    if (config.handler == null) throw new IllegalArgumentException("no handler given");
+    if (config.handler == null && config.router == null) {
+      throw new IllegalArgumentException("no handler or route table given");
+    }
     if (config.port < 0 || config.port > 65535) {
       throw new IllegalArgumentException(":port must be in 0..65535, got " + config.port);
     }

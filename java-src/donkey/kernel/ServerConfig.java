@@ -14,6 +14,15 @@ public final class ServerConfig {
   public IFn handler;
   /** True when {@link #handler} is a 3-arity async handler run on the event loop. */
   public boolean async;
+  /** The compiled route table, or null when {@link #handler} serves every request. */
+  public donkey.route.Router router;
+  /** With a route table: a sync Ring handler for paths no route matches, or null for a 404. */
+  public IFn notFound;
+  /**
+   * {@code (fn [request throwable])} returning the response for a handler failure instead of
+   * the plain 500, or null. Runs on the thread that saw the failure; it must not block.
+   */
+  public IFn errorHandler;
   public String host = "0.0.0.0";
   public int port = 80;
   /** Event loops, one server verticle each. */

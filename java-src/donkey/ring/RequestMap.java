@@ -36,6 +36,7 @@ public final class RequestMap {
   public static final Keyword HEADERS = Keyword.intern("headers");
   public static final Keyword BODY = Keyword.intern("body");
   public static final Keyword SSL_CLIENT_CERT = Keyword.intern("ssl-client-cert");
+  public static final Keyword PATH_PARAMS = Keyword.intern("path-params");
 
   static final Keyword HTTP = Keyword.intern("http");
   static final Keyword HTTPS = Keyword.intern("https");
@@ -58,9 +59,10 @@ public final class RequestMap {
    *
    * @param body the request body, or null when the request has none
    * @param trustForwardedFor take {@code :remote-addr} from X-Forwarded-For when present
+   * @param pathParams the {@code :path-params} of a route match, or null without a route table
    */
   public static IPersistentMap build(HttpServerRequest req, InputStream body,
-                                     boolean trustForwardedFor) {
+                                     boolean trustForwardedFor, IPersistentMap pathParams) {
     MultiMap headers = req.headers();
     SocketAddress local = req.localAddress();
     HostAndPort authority = req.authority();
@@ -77,18 +79,32 @@ public final class RequestMap {
     if (trustForwardedFor) remote = firstForwardedFor(headers.get("x-forwarded-for"));
     if (remote == null) remote = req.remoteAddress().hostAddress();
 
-    return new PersistentArrayMap(new Object[] {
-      SERVER_PORT, Integer.valueOf(serverPort),
-      SERVER_NAME, serverName,
-      REMOTE_ADDR, remote,
-      URI, req.path(),
-      QUERY_STRING, req.query(),
-      SCHEME, req.isSSL() ? HTTPS : HTTP,
-      REQUEST_METHOD, method(req.method()),
-      PROTOCOL, protocol(req.version()),
-      HEADERS, headers(headers),
-      BODY, body,
-    });
+    Object[] kv = new Object[pathParams == null ? 20 : 22];
+    kv[0] = SERVER_PORT;
+    kv[1] = Integer.valueOf(serverPort);
+    kv[2] = SERVER_NAME;
+    kv[3] = serverName;
+    kv[4] = REMOTE_ADDR;
+    kv[5] = remote;
+    kv[6] = URI;
+    kv[7] = req.path();
+    kv[8] = QUERY_STRING;
+    kv[9] = req.query();
+    kv[10] = SCHEME;
+    kv[11] = req.isSSL() ? HTTPS : HTTP;
+    kv[12] = REQUEST_METHOD;
+    kv[13] = method(req.method());
+    kv[14] = PROTOCOL;
+    kv[15] = protocol(req.version());
+    kv[16] = HEADERS;
+    kv[17] = headers(headers);
+    kv[18] = BODY;
+    kv[19] = body;
+    if (pathParams != null) {
+      kv[20] = PATH_PARAMS;
+      kv[21] = pathParams;
+    }
+    return new PersistentArrayMap(kv);
   }
 
   /** The lower-case keyword of an HTTP method; the common ones are not re-interned. */

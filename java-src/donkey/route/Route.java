@@ -1,0 +1,92 @@
+package donkey.route;
+
+import clojure.lang.IFn;
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * One compiled route: a path pattern, the methods and media types it accepts, and the handler
+ * (with its middleware already applied) in the mode it runs in. Immutable.
+ */
+public final class Route {
+  /** How a route's handler runs. */
+  public enum Mode {
+    /** 1-arity handler on the worker executor (platform or virtual threads). */
+    BLOCKING,
+    /** 3-arity handler on the event loop; it must not block. */
+    NON_BLOCKING
+  }
+
+  final String path;
+  final boolean regex;
+  /** Upper-case method names; empty means every method. */
+  final String[] methods;
+  /** Lower-case media ranges the request body may have; empty means any. */
+  final String[] consumes;
+  /** Lower-case media types the handler can produce; empty means no negotiation. */
+  final String[] produces;
+  final IFn handler;
+  final Mode mode;
+  /** Parameter names of a {@code :simple} path, in order. */
+  String[] paramNames = new String[0];
+
+  /**
+   * @param path a {@code :simple} path ({@code /users/:id}) or a full-path regex
+   * @throws IllegalArgumentException naming the route when an argument is invalid
+   */
+  public Route(String path, boolean regex, String[] methods, String[] consumes,
+               String[] produces, IFn handler, Mode mode) {
+    this.path = path;
+    this.regex = regex;
+    this.methods = upper(methods);
+    this.consumes = lower(consumes);
+    this.produces = lower(produces);
+    this.handler = handler;
+    this.mode = mode;
+    if (path == null || path.isEmpty()) throw invalid("empty path");
+    if (handler == null) throw invalid("no :handler");
+    if (mode == null) throw invalid("no :handler-mode");
+    for (String m : this.consumes) MediaTypes.checkRange(m, this);
+    for (String m : this.produces) MediaTypes.checkRange(m, this);
+  }
+
+  /** The handler, with the route's and the server's middleware applied. */
+  public IFn handler() {
+    return handler;
+  }
+
+  /** The mode the handler runs in. */
+  public Mode mode() {
+    return mode;
+  }
+
+  boolean allows(String method) {
+    if (methods.length == 0) return true;
+    for (String m : methods) if (m.equals(method)) return true;
+    return false;
+  }
+
+  IllegalArgumentException invalid(String why) {
+    return new IllegalArgumentException("invalid route " + this + ": " + why);
+  }
+
+  @Override
+  public String toString() {
+    return (methods.length == 0 ? "ANY" : String.join(",", methods)) + " " + path
+        + (regex ? " (regex)" : "")
+        + (consumes.length == 0 ? "" : " consumes " + Arrays.toString(consumes))
+        + (produces.length == 0 ? "" : " produces " + Arrays.toString(produces));
+  }
+
+  private static String[] upper(String[] a) {
+    String[] out = a == null ? new String[0] : a.clone();
+    for (int i = 0; i < out.length; i++) out[i] = out[i].toUpperCase(Locale.ROOT);
+    return out;
+  }
+
+  private static String[] lower(String[] a) {
+    String[] out = a == null ? new String[0] : a.clone();
+    for (int i = 0; i < out.length; i++) out[i] = out[i].trim().toLowerCase(Locale.ROOT);
+    return out;
+  }
+}

@@ -1,0 +1,176 @@
+(ns donkey.routes-test
+  "The kernel route table: matching, 404/405/406/415, handler modes, middleware order."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [compojure.core :as compojure]
+            [donkey.server :as server]
+            [donkey.test-util :as u :refer [with-server request raw header]]
+            [ring.middleware.params :refer [wrap-params]]))
+
+(defn- echo [tag]
+  (fn [req] {:status 200 :headers {"content-type" "text/plain"}
+             :body (str tag " " (pr-str (:path-params req)))}))
+
+(defn- GET [path & [headers]] (request :get path {:headers headers}))
+
+(deftest simple-and-param-paths
+  (with-server {:routes [{:path "/" :handler (echo "root")}
+                         {:path "/users" :handler (echo "users")}
+                         {:path "/users/me" :handler (echo "me")}
+                         {:path "/users/:id" :handler (echo "user")}
+                         {:path "/users/:id/posts/:post" :handler (echo "post")}
+                         {:path "/files/:name/raw" :handler (echo "raw")}]}
+    {}
+    (is (= "root {}" (:body (GET "/"))))
+    (is (= "users {}" (:body (GET "/users"))))
+    (is (= "me {}" (:body (GET "/users/me"))) "a literal segment wins over a parameter")
+    (is (= "user {:id \"42\"}" (:body (GET "/users/42"))))
+    (is (= "post {:id \"7\", :post \"x\"}" (:body (GET "/users/7/posts/x"))))
+    (is (= "user {:id \"a b/é\"}" (:body (GET "/users/a%20b%2F%C3%A9"))) "params are percent-decoded")
+    (is (= "raw {:name \"n\"}" (:body (GET "/files/n/raw"))))
+    (is (= 404 (:status (GET "/users/7/posts"))))
+    (is (= 404 (:status (GET "/users/"))) "an empty segment is not a parameter")
+    (is (= 404 (:status (GET "/nope"))))
+    (is (str/starts-with? (raw "GET /users/%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                          "HTTP/1.1 400")
+        "bad percent-encoding in a path param")
+    (is (= "me {}" (:body (GET "/users/me"))) "still serving")))
+
+(deftest regex-paths
+  (with-server {:routes [{:path "/v(\\d+)/items/([0-9]+)" :match-type :regex :handler (echo "item")}
+                         {:path "/(?<lang>[a-z]{2})/docs/(?<page>.+)" :match-type :regex :handler (echo "doc")}
+                         {:path "/static" :handler (echo "static")}]}
+    {}
+    (is (= "item {1 \"2\", 2 \"99\"}" (:body (GET "/v2/items/99"))) "groups by index")
+    (is (= "doc {1 \"en\", 2 \"a/b\", :lang \"en\", :page \"a/b\"}" (:body (GET "/en/docs/a/b")))
+        "named groups by name too")
+    (is (= 404 (:status (GET "/v2/items/x"))) "regexes match the whole path")
+    (is (= "static {}" (:body (GET "/static"))))))
+
+(deftest methods-and-405
+  (with-server {:routes [{:path "/r" :methods [:get] :handler (echo "get")}
+                         {:path "/r" :methods [:post :put] :handler (echo "write")}
+                         {:path "/any" :handler (echo "any")}]}
+    {}
+    (is (= "get {}" (:body (GET "/r"))))
+    (is (= "write {}" (:body (request :post "/r" {:body "x"}))))
+    (is (= "write {}" (:body (request :put "/r" {:body "x"}))))
+    (let [r (request :delete "/r")]
+      (is (= 405 (:status r)))
+      (is (= "GET, POST, PUT, HEAD" (header r "allow"))))
+    (testing "405 to a request with a body closes the connection (the body is not read)"
+      (let [resp (raw "PATCH /r HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")]
+        (is (str/starts-with? resp "HTTP/1.1 405"))
+        (is (str/includes? (str/lower-case resp) "connection: close"))))
+    (testing "HEAD falls back to GET"
+      (let [resp (raw "HEAD /r HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")]
+        (is (str/starts-with? resp "HTTP/1.1 200"))
+        (is (not (str/includes? resp "get {}")))))
+    (is (= "any {}" (:body (request :patch "/any" {:body "x"}))) "no :methods means any")))
+
+(deftest consumes-415
+  (with-server {:routes [{:path "/in" :methods [:post] :consumes ["application/json" "text/*"]
+                          :handler (echo "in")}]}
+    {}
+    (is (= 200 (:status (request :post "/in" {:body "{}" :headers {"Content-Type" "application/json; charset=utf-8"}}))))
+    (is (= 200 (:status (request :post "/in" {:body "x" :headers {"Content-Type" "text/csv"}}))) "a range")
+    (is (= 200 (:status (request :post "/in" {:body "{}" :headers {"Content-Type" "Application/JSON"}}))) "case-insensitive")
+    (is (= 415 (:status (request :post "/in" {:body "<x/>" :headers {"Content-Type" "application/xml"}}))))
+    (is (= 415 (:status (request :post "/in" {:body "x"}))) "no Content-Type")))
+
+(deftest produces-406-and-negotiation
+  (with-server {:routes [{:path "/out" :produces ["application/json"] :handler (echo "json")}
+                         {:path "/out" :produces ["text/html"] :handler (echo "html")}
+                         {:path "/only-json" :produces ["application/json"] :handler (echo "j")}]}
+    {}
+    (is (= "json {}" (:body (GET "/out"))) "no Accept: the first route")
+    (is (= "json {}" (:body (GET "/out" {"Accept" "*/*"}))) "curl's Accept")
+    (is (= "html {}" (:body (GET "/out" {"Accept" "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"})))
+        "a browser's Accept")
+    (is (= "html {}" (:body (GET "/out" {"Accept" "text/*"}))))
+    (is (= "json {}" (:body (GET "/out" {"Accept" "application/json;q=0.5, text/html;q=0.1"}))))
+    (is (= 406 (:status (GET "/only-json" {"Accept" "text/html"}))))
+    (is (= 406 (:status (GET "/only-json" {"Accept" "application/json;q=0"}))) "q=0 means not acceptable")
+    (is (= 200 (:status (GET "/only-json" {"Accept" "application/*"}))))))
+
+(deftest handler-modes
+  (let [thread (fn [req] {:status 200 :body (.getName (Thread/currentThread))})]
+    (with-server {:routes [{:path "/b" :handler thread}
+                           {:path "/nb" :handler-mode :non-blocking
+                            :handler (fn [req respond _] (respond (thread req)))}]}
+      {}
+      (is (str/starts-with? (:body (GET "/b")) "donkey-worker"))
+      (is (str/includes? (:body (GET "/nb")) "eventloop")))))
+
+(deftest middleware-order
+  (let [trace (fn [tag]
+                (fn [handler]
+                  (fn
+                    ([req] (handler (update req :trace (fnil conj []) tag)))
+                    ([req respond raise] (handler (update req :trace (fnil conj []) tag) respond raise)))))
+        show (fn [req] {:status 200 :body (pr-str (:trace req))})]
+    (with-server {:middleware [(trace :s1) (trace :s2)]
+                  :routes [{:path "/x" :middleware [(trace :r1) (trace :r2)] :handler show}
+                           {:path "/nb" :handler-mode :non-blocking :middleware [(trace :r1)]
+                            :handler (fn [req respond _] (respond (show req)))}]
+                  :not-found show}
+      {}
+      (is (= "[:s1 :s2 :r1 :r2]" (:body (GET "/x"))) "server-wide first, then the route's, in order")
+      (is (= "[:s1 :s2 :r1]" (:body (GET "/nb"))) "3-arity middleware for non-blocking routes")
+      (is (= "[:s1 :s2]" (:body (GET "/missing"))) "the not-found handler gets the server-wide middleware"))))
+
+(deftest ring-middleware-in-both-places
+  (with-server {:middleware [wrap-params]
+                :routes [{:path "/q" :handler (fn [req] {:status 200 :body (pr-str (:params req))})}
+                         {:path "/r" :middleware [wrap-params]
+                          :handler (fn [req] {:status 200 :body (pr-str (:query-params req))})}]}
+    {}
+    (is (= "{\"a\" \"1\"}" (:body (GET "/q?a=1"))))
+    (is (= "{\"b\" \"2\"}" (:body (GET "/r?b=2"))))))
+
+(deftest compojure-as-a-catch-all-route
+  (let [app (compojure/routes (compojure/GET "/c/:id" [id] (str "compojure " id)))]
+    (with-server {:routes [{:path "/fast" :handler (echo "fast")}
+                           {:path "/.*" :match-type :regex :handler app}]}
+      {}
+      (is (= "fast {}" (:body (GET "/fast"))))
+      (is (= "compojure 5" (:body (GET "/c/5")))))))
+
+(deftest not-found-and-error-handlers
+  (with-server {:routes [{:path "/boom" :handler (fn [_] (throw (ex-info "kaput" {})))}]
+                :not-found (fn [req] {:status 404 :body (str "no " (:uri req))})
+                :error-handler (fn [req e] {:status 503 :body (str "sorry " (:uri req) " " (ex-message e))})}
+    {}
+    (is (= "no /x" (:body (GET "/x"))))
+    (let [r (GET "/boom")]
+      (is (= 503 (:status r)))
+      (is (= "sorry /boom kaput" (:body r)))))
+  (with-server {:routes [{:path "/boom" :handler (fn [_] (throw (Exception. "x")))}]
+                :error-handler (fn [_ _] (throw (Exception. "error handler broke")))}
+    {}
+    (is (= 500 (:status (GET "/boom"))) "a failing error handler falls back to the plain 500")
+    (is (= 404 (:status (GET "/none"))))))
+
+(deftest invalid-route-tables-fail-at-start-up
+  (let [h (echo "h")]
+    (doseq [[spec re] [[{:routes [{:path "/a" :handler h} {:path "/a" :handler h}]} #"duplicate route ANY /a"]
+                       [{:routes [{:path "/a/:id" :methods [:get] :handler h}
+                                  {:path "/a/:other" :methods [:get :post] :handler h}]} #"duplicate route .*/a/:other"]
+                       [{:routes [{:path "/a/:x/:x" :handler h}]} #"parameter :x used twice"]
+                       [{:routes [{:path "no-slash" :handler h}]} #"must start with /"]
+                       [{:routes [{:path "/(" :match-type :regex :handler h}]} #"bad regex"]
+                       [{:routes [{:path "/a" :consumes ["json"] :handler h}]} #"bad media type"]
+                       [{:routes [{:path "/a" :handler-mode :sometimes :handler h}]} #":handler-mode"]
+                       [{:routes [{:path "/a"}]} #":handler must be a function"]
+                       [{:routes [{:path "/a" :handler h :methods :get}]} #":methods"]
+                       [{:routes [{:path "/a" :handler h :colour :blue}]} #"unknown keys"]
+                       [{:routes []} #":routes must be a non-empty vector"]]]
+      (let [e (try (server/run-server spec {:port 0 :join? false}) nil
+                   (catch IllegalArgumentException e e))]
+        (is (some->> e ex-message (re-find re)) (str (pr-str (:routes spec)) " => " (some-> e ex-message))))))
+  (testing "routes that differ only by method, consumes or produces are not duplicates"
+    (with-server {:routes [{:path "/a" :methods [:get] :handler (echo "g")}
+                           {:path "/a" :methods [:post] :consumes ["text/plain"] :handler (echo "p1")}
+                           {:path "/a" :methods [:post] :consumes ["application/json"] :handler (echo "p2")}]}
+      {}
+      (is (= "p2 {}" (:body (request :post "/a" {:body "{}" :headers {"Content-Type" "application/json"}})))))))
