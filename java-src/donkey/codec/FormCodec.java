@@ -1,0 +1,536 @@
+package donkey.codec;
+
+import clojure.lang.IPersistentMap;
+import clojure.lang.Keyword;
+import clojure.lang.LazilyPersistentVector;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentHashMap;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.Charset;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CoderResult;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.IllegalCharsetNameException;
+import java.nio.charset.StandardCharsets;
+import java.nio.charset.UnsupportedCharsetException;
+import java.util.HashMap;
+
+/**
+ * Decodes {@code application/x-www-form-urlencoded} text (form bodies, and query strings, which
+ * follow the same rules) into a Clojure persistent map, with the semantics of Ring's
+ * {@code ring.middleware.params} (ring-codec's {@code form-decode}):
+ *
+ * <ul>
+ *   <li>pairs are separated by {@code &}; empty pairs ({@code "a=1&&b=2"}, a leading or trailing
+ *       {@code &}) are skipped; {@code ;} is not a separator;
+ *   <li>a pair splits at its first {@code =}: {@code "a=1=2"} is {@code {"a" "1=2"}}, {@code "=b"}
+ *       is {@code {"" "b"}}; a pair without {@code =} maps its key to {@code ""};
+ *   <li>{@code +} is a space; {@code %XX} sequences are bytes, and each run of them is decoded
+ *       in the given charset (UTF-8 by default); other characters are kept as they are;
+ *   <li>a key that occurs more than once maps to a vector of its values, in input order;
+ *   <li>keys are strings, or with {@code keywords} true, keywords when they have Ring's keyword
+ *       syntax (see {@link #isKeywordSyntax}); other keys stay strings.
+ * </ul>
+ *
+ * <p>Where this differs from Ring 1.8.2, on purpose: (1) input that contains no {@code =} at all
+ * ({@code "a"}, {@code "a&b"}) gives {@code {"a" ""}} / {@code {"a" "" "b" ""}}, as newer
+ * ring-codec's {@code form-decode-map} and the WHATWG URL standard do, where Ring 1.8.2 returned
+ * {@code {}} (an artefact of its string-or-map {@code form-decode}); (2) bad input is an error,
+ * not silently dropped: see below.
+ *
+ * <p>Bad input: a {@code %} not followed by two hex digits, or a run of percent-encoded bytes
+ * that is not valid in the charset (for UTF-8: overlong forms, surrogates, truncated or stray
+ * continuation bytes; decoding is strict, nothing is replaced by U+FFFD), throws
+ * {@link MalformedInputException} with a short message naming what was wrong and where, e.g.
+ * {@code "malformed percent-encoding in query string at index 5"}. Ring 1.8.2 instead dropped
+ * the pair silently (bad hex) or put U+FFFD in the value (bad bytes). The message never quotes
+ * the input, so it is safe to send to a client.
+ *
+ * <p>Threading: stateless; every method may be called from any thread, including an event loop
+ * (none blocks, except {@link #readBody} on a stream that blocks). The returned maps are
+ * immutable.
+ *
+ * <p>Cost: one pass over the chars; keys and values without {@code %} or {@code +} are plain
+ * substrings; the result map is built once, at the end, as a {@link PersistentArrayMap} (up to
+ * eight keys) or a {@link PersistentHashMap}.
+ */
+public final class FormCodec {
+  /** The media type whose body {@link #decode} understands. */
+  public static final String FORM_MEDIA_TYPE = "application/x-www-form-urlencoded";
+
+  private static final Charset UTF_8 = StandardCharsets.UTF_8;
+  private static final Charset ISO_8859_1 = StandardCharsets.ISO_8859_1;
+  private static final Charset US_ASCII = StandardCharsets.US_ASCII;
+
+  /** Result maps with more keys than this are hash maps (Clojure's own threshold). */
+  private static final int ARRAY_MAP_MAX = 8;
+
+  private FormCodec() {}
+
+  /** {@link #decode(String, Charset, boolean, String)} in UTF-8, with string keys. */
+  public static IPersistentMap decode(String encoded) {
+    return decode(encoded, UTF_8, false, "form data");
+  }
+
+  /** {@link #decode(String, Charset, boolean, String)}, naming the input "form data". */
+  public static IPersistentMap decode(String encoded, Charset charset, boolean keywords) {
+    return decode(encoded, charset, keywords, "form data");
+  }
+
+  /**
+   * Decodes {@code encoded} (null is the empty map) into a persistent map of String or Keyword
+   * keys to String values, or vectors of them for repeated keys.
+   *
+   * @param charset the charset of the percent-encoded bytes; null means UTF-8
+   * @param keywords keywordize keys that have Ring's keyword syntax
+   * @param source what the input is, for error messages ("query string", "form body")
+   * @throws MalformedInputException on bad percent-encoding or bytes invalid in the charset
+   */
+  public static IPersistentMap decode(String encoded, Charset charset, boolean keywords,
+                                      String source) {
+    if (encoded == null || encoded.isEmpty()) return PersistentArrayMap.EMPTY;
+    Charset cs = charset == null ? UTF_8 : charset;
+    Acc acc = new Acc();
+    int n = encoded.length();
+    int start = 0;
+    int eq = -1;
+    boolean keyEncoded = false;
+    boolean valEncoded = false;
+    for (int i = 0; i < n; i++) {
+      char c = encoded.charAt(i);
+      if (c == '&') {
+        if (i > start) pair(acc, encoded, start, eq, i, keyEncoded, valEncoded, cs, source);
+        start = i + 1;
+        eq = -1;
+        keyEncoded = false;
+        valEncoded = false;
+      } else if (c == '=') {
+        if (eq < 0) eq = i;
+      } else if (c == '%' || c == '+') {
+        if (eq < 0) keyEncoded = true; else valEncoded = true;
+      }
+    }
+    if (n > start) pair(acc, encoded, start, eq, n, keyEncoded, valEncoded, cs, source);
+    return acc.toMap(keywords);
+  }
+
+  private static void pair(Acc acc, String s, int start, int eq, int end, boolean keyEncoded,
+                           boolean valEncoded, Charset cs, String source) {
+    if (eq < 0) {
+      acc.put(part(s, start, end, keyEncoded, cs, source), "");
+    } else {
+      acc.put(part(s, start, eq, keyEncoded, cs, source),
+              part(s, eq + 1, end, valEncoded, cs, source));
+    }
+  }
+
+  private static String part(String s, int from, int to, boolean encoded, Charset cs,
+                             String source) {
+    if (from == to) return "";
+    return encoded ? decodeRange(s, from, to, cs, source) : s.substring(from, to);
+  }
+
+  /**
+   * Decodes one key or value, {@code s[from, to)}, which contains a {@code %} or a {@code +}.
+   * Positions in error messages are indices into the whole of {@code s}.
+   */
+  private static String decodeRange(String s, int from, int to, Charset cs, String source) {
+    StringBuilder sb = new StringBuilder(to - from);
+    byte[] buf = null;
+    int plain = from;
+    int i = from;
+    while (i < to) {
+      char c = s.charAt(i);
+      if (c == '+') {
+        sb.append(s, plain, i).append(' ');
+        plain = ++i;
+      } else if (c == '%') {
+        sb.append(s, plain, i);
+        // later runs in this range are shorter than what is left now, so one buffer serves all
+        if (buf == null) buf = new byte[(to - i) / 3 + 1];
+        int run = i;
+        int nb = 0;
+        while (i < to && s.charAt(i) == '%') {
+          int hi;
+          int lo;
+          if (i + 2 >= to || (hi = hex(s.charAt(i + 1))) < 0 || (lo = hex(s.charAt(i + 2))) < 0) {
+            throw new MalformedInputException(
+                "malformed percent-encoding in " + source + " at index " + i, i);
+          }
+          buf[nb++] = (byte) ((hi << 4) | lo);
+          i += 3;
+        }
+        int bad = decodeBytes(buf, 0, nb, cs, sb);
+        if (bad >= 0) {
+          int at = run + 3 * bad;
+          throw new MalformedInputException(
+              "invalid " + cs.name() + " in " + source + " at index " + at, at);
+        }
+        plain = i;
+      } else {
+        i++;
+      }
+    }
+    return sb.append(s, plain, to).toString();
+  }
+
+  private static int hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+
+  /**
+   * Appends {@code b[from, to)} decoded strictly in {@code cs} to {@code out}; returns -1, or
+   * on invalid input the offset (from {@code from}) of the first byte that does not decode.
+   */
+  private static int decodeBytes(byte[] b, int from, int to, Charset cs, StringBuilder out) {
+    if (cs == UTF_8) return utf8(b, from, to, out);
+    if (cs == ISO_8859_1) {
+      for (int k = from; k < to; k++) out.append((char) (b[k] & 0xff));
+      return -1;
+    }
+    if (cs == US_ASCII) {
+      for (int k = from; k < to; k++) {
+        if (b[k] < 0) return k - from;
+        out.append((char) b[k]);
+      }
+      return -1;
+    }
+    return generic(b, from, to, cs, out);
+  }
+
+  /** Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
+  private static int utf8(byte[] b, int from, int to, StringBuilder out) {
+    int k = from;
+    while (k < to) {
+      int b0 = b[k] & 0xff;
+      if (b0 < 0x80) {
+        out.append((char) b0);
+        k++;
+        continue;
+      }
+      int more;
+      int cp;
+      int min;
+      if (b0 >= 0xC2 && b0 <= 0xDF) {
+        more = 1; cp = b0 & 0x1F; min = 0x80;
+      } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        more = 2; cp = b0 & 0x0F; min = 0x800;
+      } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+        more = 3; cp = b0 & 0x07; min = 0x10000;
+      } else {
+        return k - from;
+      }
+      if (k + more >= to) return k - from;
+      for (int j = 1; j <= more; j++) {
+        int bj = b[k + j] & 0xff;
+        if ((bj & 0xC0) != 0x80) return k - from;
+        cp = (cp << 6) | (bj & 0x3F);
+      }
+      if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return k - from;
+      out.appendCodePoint(cp);
+      k += more + 1;
+    }
+    return -1;
+  }
+
+  private static int generic(byte[] b, int from, int to, Charset cs, StringBuilder out) {
+    CharsetDecoder d = cs.newDecoder()
+        .onMalformedInput(CodingErrorAction.REPORT)
+        .onUnmappableCharacter(CodingErrorAction.REPORT);
+    ByteBuffer in = ByteBuffer.wrap(b, from, to - from);
+    CharBuffer chars = CharBuffer.allocate(
+        (int) Math.min(Integer.MAX_VALUE - 16, (long) ((to - from) * (double) d.maxCharsPerByte()) + 16));
+    while (true) {
+      CoderResult r = d.decode(in, chars, true);
+      if (r.isError()) return in.position() - from;
+      if (r.isOverflow()) { chars = flushTo(chars, out); continue; }
+      break;
+    }
+    while (true) {
+      CoderResult r = d.flush(chars);
+      if (r.isError()) return in.position() - from;
+      if (r.isOverflow()) { chars = flushTo(chars, out); continue; }
+      break;
+    }
+    flushTo(chars, out);
+    return -1;
+  }
+
+  private static CharBuffer flushTo(CharBuffer chars, StringBuilder out) {
+    chars.flip();
+    out.append(chars);
+    chars.clear();
+    return chars;
+  }
+
+  /**
+   * Reads {@code body} to its end, closes it, and decodes its bytes strictly in {@code charset}
+   * (null means UTF-8).
+   *
+   * @throws MalformedInputException when the bytes are not valid in the charset; the message
+   *     names the byte offset ("invalid UTF-8 in form body at byte 12")
+   * @throws UncheckedIOException when reading fails
+   */
+  public static String readBody(InputStream body, Charset charset) {
+    Charset cs = charset == null ? UTF_8 : charset;
+    byte[] b;
+    try (InputStream in = body) {
+      b = in.readAllBytes();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    if (cs == UTF_8 || cs == ISO_8859_1 || cs == US_ASCII) {
+      boolean ascii = true;
+      for (byte x : b) {
+        if (x < 0) { ascii = false; break; }
+      }
+      // compact strings: an ASCII byte[] becomes a Latin-1 String with a plain copy
+      if (ascii || cs == ISO_8859_1) return new String(b, ISO_8859_1);
+    }
+    StringBuilder sb = new StringBuilder(b.length);
+    int bad = decodeBytes(b, 0, b.length, cs, sb);
+    if (bad >= 0) {
+      throw new MalformedInputException("invalid " + cs.name() + " in form body at byte " + bad, bad);
+    }
+    return sb.toString();
+  }
+
+  /**
+   * {@link #readBody} then {@link #decode(String, Charset, boolean, String)}, naming the input
+   * "form body".
+   */
+  public static IPersistentMap decodeBody(InputStream body, Charset charset, boolean keywords) {
+    return decode(readBody(body, charset), charset, keywords, "form body");
+  }
+
+  /**
+   * True when the media type of {@code contentType} (the part before any {@code ;}, ignoring
+   * surrounding whitespace and case) is {@code application/x-www-form-urlencoded}. Stricter
+   * than Ring 1.8.2, which tests a case-sensitive prefix, and more lenient, in that media types
+   * are case-insensitive (RFC 9110).
+   */
+  public static boolean isUrlEncodedForm(String contentType) {
+    if (contentType == null) return false;
+    int end = contentType.indexOf(';');
+    if (end < 0) end = contentType.length();
+    int start = 0;
+    while (start < end && isWhitespace(contentType.charAt(start))) start++;
+    while (end > start && isWhitespace(contentType.charAt(end - 1))) end--;
+    int len = FORM_MEDIA_TYPE.length();
+    return end - start == len && contentType.regionMatches(true, start, FORM_MEDIA_TYPE, 0, len);
+  }
+
+  /**
+   * The value of the {@code charset} parameter of {@code contentType} (a token or a quoted
+   * string, the parameter name case-insensitive), or null when there is none.
+   */
+  public static String charsetParam(String contentType) {
+    if (contentType == null) return null;
+    int n = contentType.length();
+    int i = contentType.indexOf(';');
+    while (i >= 0 && i < n) {
+      i++;
+      while (i < n && isWhitespace(contentType.charAt(i))) i++;
+      int nameStart = i;
+      while (i < n && contentType.charAt(i) != '=' && contentType.charAt(i) != ';') i++;
+      int nameEnd = i;
+      while (nameEnd > nameStart && isWhitespace(contentType.charAt(nameEnd - 1))) nameEnd--;
+      if (i >= n || contentType.charAt(i) == ';') continue;
+      i++;
+      while (i < n && isWhitespace(contentType.charAt(i))) i++;
+      String value;
+      if (i < n && contentType.charAt(i) == '"') {
+        StringBuilder sb = new StringBuilder();
+        i++;
+        while (i < n && contentType.charAt(i) != '"') {
+          if (contentType.charAt(i) == '\\' && i + 1 < n) i++;
+          sb.append(contentType.charAt(i++));
+        }
+        value = sb.toString();
+      } else {
+        int valueStart = i;
+        while (i < n && contentType.charAt(i) != ';') i++;
+        int valueEnd = i;
+        while (valueEnd > valueStart && isWhitespace(contentType.charAt(valueEnd - 1))) valueEnd--;
+        value = contentType.substring(valueStart, valueEnd);
+      }
+      if (nameEnd - nameStart == 7 && contentType.regionMatches(true, nameStart, "charset", 0, 7)) {
+        return value.isEmpty() ? null : value;
+      }
+      i = contentType.indexOf(';', i);
+    }
+    return null;
+  }
+
+  /**
+   * The charset named by {@code contentType}'s {@code charset} parameter, or UTF-8 when it has
+   * none (or is null).
+   *
+   * @throws UnsupportedCharsetException when the named charset is unknown or its name is
+   *     illegal
+   */
+  public static Charset requestCharset(String contentType) {
+    String name = charsetParam(contentType);
+    return name == null ? UTF_8 : charset(name);
+  }
+
+  /**
+   * The charset called {@code name}; UTF-8 and ISO-8859-1 without a registry lookup.
+   *
+   * @throws UnsupportedCharsetException when it is unknown or the name is illegal
+   */
+  public static Charset charset(String name) {
+    if ("UTF-8".equalsIgnoreCase(name) || "utf8".equalsIgnoreCase(name)) return UTF_8;
+    if ("ISO-8859-1".equalsIgnoreCase(name)) return ISO_8859_1;
+    try {
+      return Charset.forName(name);
+    } catch (IllegalCharsetNameException e) {
+      throw new UnsupportedCharsetException(name);
+    }
+  }
+
+  /**
+   * Ring's rule ({@code ring.middleware.keyword-params}, without namespaces) for a key that may
+   * become a keyword: {@code [\p{L}*+!_?-][\p{L}\d*+!_?-]*}, where {@code \d} is ASCII 0-9.
+   * So {@code "a"}, {@code "é"}, {@code "a-1"} qualify; {@code ""}, {@code "1a"},
+   * {@code "a.b"}, {@code "a/b"}, {@code "a b"} do not.
+   */
+  public static boolean isKeywordSyntax(String s) {
+    int n = s.length();
+    if (n == 0) return false;
+    int i = 0;
+    while (i < n) {
+      int cp = s.codePointAt(i);
+      boolean ok = Character.isLetter(cp)
+          || cp == '*' || cp == '+' || cp == '!' || cp == '_' || cp == '?' || cp == '-'
+          || (i > 0 && cp >= '0' && cp <= '9');
+      if (!ok) return false;
+      i += Character.charCount(cp);
+    }
+    return true;
+  }
+
+  /** {@code k} as a keyword when it has keyword syntax, else {@code k} itself. */
+  public static Object keywordKey(String k) {
+    int slot = k.hashCode() & (KEYWORD_CACHE_SIZE - 1);
+    KeywordEntry e = KEYWORDS[slot];
+    if (e != null && e.name.equals(k)) return e.keyword;
+    if (!isKeywordSyntax(k)) return k;
+    Keyword kw = Keyword.intern(null, k);
+    KEYWORDS[slot] = new KeywordEntry(k, kw);
+    return kw;
+  }
+
+  /**
+   * A direct-mapped cache of recent parameter keywords, so a hot key costs one array read and
+   * one {@code equals} instead of {@code Keyword.intern}'s Symbol allocation and table lookup.
+   * Bounded (a colliding key replaces the entry), and lock-free: the races are benign, since
+   * an entry is immutable with final fields, so a thread sees a whole entry or an older one.
+   */
+  private static final int KEYWORD_CACHE_SIZE = 1024;
+  private static final KeywordEntry[] KEYWORDS = new KeywordEntry[KEYWORD_CACHE_SIZE];
+
+  private static final class KeywordEntry {
+    final String name;
+    final Keyword keyword;
+
+    KeywordEntry(String name, Keyword keyword) {
+      this.name = name;
+      this.keyword = keyword;
+    }
+  }
+
+  private static boolean isWhitespace(char c) {
+    return c == ' ' || c == '\t';
+  }
+
+  /** The values of a key seen more than once, in order. */
+  private static final class Multi {
+    Object[] items;
+    int n;
+
+    Multi(String first, String second) {
+      items = new Object[] {first, second, null, null};
+      n = 2;
+    }
+
+    void add(String v) {
+      if (n == items.length) {
+        Object[] bigger = new Object[n * 2];
+        System.arraycopy(items, 0, bigger, 0, n);
+        items = bigger;
+      }
+      items[n++] = v;
+    }
+
+    Object toVector() {
+      Object[] exact = new Object[n];
+      System.arraycopy(items, 0, exact, 0, n);
+      return LazilyPersistentVector.createOwning(exact);
+    }
+  }
+
+  /** Keys in first-seen order; a linear scan while small, a hash index once large. */
+  private static final class Acc {
+    String[] keys = new String[ARRAY_MAP_MAX];
+    Object[] vals = new Object[ARRAY_MAP_MAX];
+    int n;
+    HashMap<String, Integer> index;
+
+    void put(String k, String v) {
+      int at = find(k);
+      if (at < 0) {
+        if (n == keys.length) {
+          String[] ks = new String[n * 2];
+          Object[] vs = new Object[n * 2];
+          System.arraycopy(keys, 0, ks, 0, n);
+          System.arraycopy(vals, 0, vs, 0, n);
+          keys = ks;
+          vals = vs;
+        }
+        keys[n] = k;
+        vals[n] = v;
+        if (index != null) {
+          index.put(k, n);
+        } else if (n == ARRAY_MAP_MAX) {
+          index = new HashMap<>(64);
+          for (int j = 0; j <= n; j++) index.put(keys[j], j);
+        }
+        n++;
+      } else {
+        Object cur = vals[at];
+        if (cur instanceof Multi) ((Multi) cur).add(v);
+        else vals[at] = new Multi((String) cur, v);
+      }
+    }
+
+    private int find(String k) {
+      if (index != null) {
+        Integer at = index.get(k);
+        return at == null ? -1 : at;
+      }
+      for (int j = 0; j < n; j++) {
+        if (k.equals(keys[j])) return j;
+      }
+      return -1;
+    }
+
+    IPersistentMap toMap(boolean keywords) {
+      if (n == 0) return PersistentArrayMap.EMPTY;
+      Object[] kv = new Object[n * 2];
+      for (int j = 0; j < n; j++) {
+        kv[2 * j] = keywords ? keywordKey(keys[j]) : keys[j];
+        Object v = vals[j];
+        kv[2 * j + 1] = v instanceof Multi ? ((Multi) v).toVector() : v;
+      }
+      return n <= ARRAY_MAP_MAX ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv);
+    }
+  }
+}
