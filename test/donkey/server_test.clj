@@ -120,3 +120,32 @@
       (doseq [ns '[donkey.server donkey.example]]
         (require ns :reload)))
     (is (not (re-find #"Reflection warning" (str err))) (str err))))
+
+(deftest stop-drains-in-flight-requests
+  (let [entered (promise)
+        s (server/run-server (fn [_] (deliver entered true) (Thread/sleep 1000) {:status 200 :body "finished"})
+                             {:port 0 :join? false})
+        p (server/port s)
+        resp (binding [u/*port* p] (future (GET "/slow")))]
+    (deref entered 5000 nil)
+    (let [t0 (System/nanoTime)]
+      (server/stop s)
+      (let [ms (/ (- (System/nanoTime) t0) 1e6)
+            r (deref resp 5000 nil)]
+        (is (= 200 (:status r)) "the in-flight request got its complete response")
+        (is (= "finished" (:body r)))
+        (is (> ms 500) (str "stop waited for it (" (long ms) " ms)"))
+        (is (thrown? ConnectException (Socket. "127.0.0.1" (int p))) "and the socket is closed")))))
+
+(deftest stop-gives-up-after-the-shutdown-timeout
+  (let [entered (promise)
+        s (server/run-server (fn [_] (deliver entered true) (Thread/sleep 5000) {:status 200 :body "late"})
+                             {:port 0 :join? false :shutdown-timeout 300})
+        p (server/port s)
+        resp (binding [u/*port* p] (future (try (GET "/slow") (catch Exception e e))))]
+    (deref entered 5000 nil)
+    (let [t0 (System/nanoTime)]
+      (server/stop s)
+      (let [ms (/ (- (System/nanoTime) t0) 1e6)]
+        (is (< ms 3000) (str "stop returned after " (long ms) " ms"))
+        (is (instance? Exception (deref resp 5000 nil)) "the unfinished request's connection was closed")))))
