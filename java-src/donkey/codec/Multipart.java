@@ -1,0 +1,382 @@
+package donkey.codec;
+
+import clojure.lang.IPersistentMap;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentHashMap;
+import clojure.lang.PersistentVector;
+import java.io.BufferedOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * A streaming {@code multipart/form-data} parser (RFC 7578 over RFC 2046) producing Ring's
+ * multipart parameter map.
+ *
+ * <p>Contract: one pass over the body through one fixed {@value #BUFFER_SIZE}-byte buffer; the
+ * body is never held whole. A part whose Content-Disposition has a {@code filename} (or
+ * {@code filename*}) is a file part: its content streams to a temp file
+ * ({@code donkey-multipart-*.tmp}, created owner-read/write only where the file system has
+ * POSIX permissions) and its value is {@code {:filename :content-type :tempfile :size}} as in
+ * Ring ({@code :content-type} the part's Content-Type header, nil when absent; {@code :size} a
+ * Long). Every other part is a field, held in memory and decoded to a String. Names map to their
+ * value, a repeated name to a vector of its values in arrival order. The preamble and the
+ * epilogue are ignored (the epilogue is not even read).
+ *
+ * <p>Charsets, first match wins: the forced charset, when configured; for a field, the charset
+ * of its own Content-Type; the value of a field named {@code _charset_} (HTML 5's way of naming
+ * the form's encoding; it stays in the map); the fallback charset. The fallback is the
+ * configured one or else the request Content-Type's {@code charset} parameter, else UTF-8. Part
+ * headers (so names and filenames) are decoded with the forced charset or the fallback. Bytes
+ * invalid in the charset decode to U+FFFD. Filenames are exactly what the client sent (quoted
+ * pairs {@code \"} and {@code \\} undone, {@code filename*} decoded): never use one as a path.
+ *
+ * <p>Limits, each a {@link MultipartException} with status 413: bytes read from the body
+ * ({@code maxRequestSize}, checked against Content-Length before reading too), bytes of one file
+ * part ({@code maxFileSize}), bytes of one field ({@code maxFieldSize}), number of parts
+ * ({@code maxParts}). Part header sections over {@value #MAX_PART_HEADER_BYTES} bytes are a 400.
+ *
+ * <p>Bad input: a missing or invalid boundary, no opening or closing boundary, junk after a
+ * boundary, a truncated body, header lines without a colon, a part without a form-data
+ * Content-Disposition or without a name, an unknown charset: a {@link MultipartException} with
+ * status 400 and a short message naming the problem. Not supported: nested
+ * {@code multipart/mixed} parts (RFC 7578 section 4.3 drops them; such a part is kept as a field
+ * holding its raw content) and {@code Content-Transfer-Encoding} (ignored, as RFC 7578 section
+ * 4.7 says senders must not use it).
+ *
+ * <p>Cleanup: when a parse fails for any reason (including an {@code IOException} from the body
+ * or the disk), every temp file it wrote is deleted before the exception leaves. After a
+ * successful parse the caller owns the files, through {@link MultipartResult}.
+ *
+ * <p>Threading: an instance is immutable configuration; {@link #parse} may run on any number of
+ * threads at once. Each call blocks on the body stream and on disk writes, so it belongs on a
+ * worker thread unless the body is already in memory.
+ */
+public final class Multipart {
+  /** The read buffer, allocated per parse. */
+  public static final int BUFFER_SIZE = 64 * 1024;
+  /** The longest boundary accepted; RFC 2046 allows 70, some clients go further. */
+  public static final int MAX_BOUNDARY_LENGTH = 200;
+  /** The most bytes one part's header section may take. */
+  public static final int MAX_PART_HEADER_BYTES = 16 * 1024;
+  /** The prefix of temp file names. */
+  public static final String TEMP_FILE_PREFIX = "donkey-multipart-";
+
+  public static final Keyword FILENAME = Keyword.intern("filename");
+  public static final Keyword CONTENT_TYPE = Keyword.intern("content-type");
+  public static final Keyword TEMPFILE = Keyword.intern("tempfile");
+  public static final Keyword SIZE = Keyword.intern("size");
+
+  /** The names {@code ring.middleware.keyword-params} turns into keywords. */
+  private static final Pattern KEYWORD_SYNTAX = Pattern.compile("[\\p{L}*+!_?-][\\p{L}\\d*+!_?-]*");
+  private static final String CHARSET_FIELD = "_charset_";
+  private static final int FILE_BUFFER = 16 * 1024;
+
+  private final Charset forcedCharset;
+  private final Charset fallbackCharset;
+  private final long maxFileSize;
+  private final long maxFieldSize;
+  private final long maxRequestSize;
+  private final int maxParts;
+  private final boolean keywords;
+  private final Path tempDir;
+
+  /**
+   * @param forcedCharset decode every field and header with this charset, whatever the body
+   *     says; null to follow the body
+   * @param fallbackCharset the charset of fields that name none; null for the request
+   *     Content-Type's charset, else UTF-8
+   * @param maxFileSize the most bytes of one file part
+   * @param maxFieldSize the most bytes of one field (fields are held in memory)
+   * @param maxRequestSize the most bytes read from the body
+   * @param maxParts the most parts in a body
+   * @param keywords turn names with keyword syntax (as {@code wrap-keyword-params} decides)
+   *     into keywords
+   * @param tempDir where temp files go; null for {@code java.io.tmpdir}
+   * @throws IllegalArgumentException if a limit is not positive
+   */
+  public Multipart(Charset forcedCharset, Charset fallbackCharset, long maxFileSize,
+                   long maxFieldSize, long maxRequestSize, int maxParts, boolean keywords,
+                   File tempDir) {
+    if (maxFileSize <= 0 || maxFieldSize <= 0 || maxRequestSize <= 0 || maxParts <= 0) {
+      throw new IllegalArgumentException("multipart limits must be positive");
+    }
+    this.forcedCharset = forcedCharset;
+    this.fallbackCharset = fallbackCharset;
+    this.maxFileSize = maxFileSize;
+    this.maxFieldSize = maxFieldSize;
+    this.maxRequestSize = maxRequestSize;
+    this.maxParts = maxParts;
+    this.keywords = keywords;
+    this.tempDir = tempDir == null ? null : tempDir.toPath();
+  }
+
+  /** True if {@code contentType} (a header value, may be null) is multipart/form-data. */
+  public static boolean isFormData(String contentType) {
+    return contentType != null && "multipart/form-data".equals(MultipartHeaders.mediaType(contentType));
+  }
+
+  /**
+   * The {@code boundary} parameter of a Content-Type header value, or null when it has none.
+   *
+   * @throws MultipartException (400) if the parameter list is malformed
+   */
+  public static String boundary(String contentType) {
+    if (contentType == null) return null;
+    String b = MultipartHeaders.params(contentType, "Content-Type").get("boundary");
+    return b == null || b.isEmpty() ? null : b;
+  }
+
+  /**
+   * Parses a request body.
+   *
+   * @param body the body; null reads as empty (a 400)
+   * @param contentType the request's Content-Type header value
+   * @param contentLength the request's Content-Length, or -1 when unknown
+   * @return the parameters and the temp files, which the caller must delete
+   * @throws MultipartException on a malformed body (400) or one over a limit (413)
+   * @throws IOException if reading the body or writing a temp file fails
+   */
+  public MultipartResult parse(InputStream body, String contentType, long contentLength)
+      throws IOException {
+    if (contentLength > maxRequestSize) {
+      throw MultipartException.tooLarge("multipart body is larger than " + maxRequestSize + " bytes");
+    }
+    String boundary = boundary(contentType);
+    if (boundary == null) {
+      throw new MultipartException(MultipartException.BAD_REQUEST,
+                                   "multipart/form-data request without a boundary");
+    }
+    Charset fallback = fallbackCharset;
+    if (fallback == null) {
+      String cs = MultipartHeaders.params(contentType, "Content-Type").get("charset");
+      fallback = cs == null ? StandardCharsets.UTF_8 : MultipartHeaders.charset(cs);
+    }
+    return parseBody(body, boundary, fallback);
+  }
+
+  /**
+   * Parses a body delimited by {@code boundary}.
+   *
+   * @param body the body; null reads as empty (a 400)
+   * @param boundary the boundary, without the leading {@code --}
+   * @param fallback the charset of fields that name none (unless a charset is forced)
+   * @return the parameters and the temp files, which the caller must delete
+   * @throws MultipartException on a malformed body (400) or one over a limit (413)
+   * @throws IOException if reading the body or writing a temp file fails
+   */
+  public MultipartResult parseBody(InputStream body, String boundary, Charset fallback)
+      throws IOException {
+    byte[] delim = delimiter(boundary);
+    Charset headerCharset = forcedCharset != null ? forcedCharset : fallback;
+    MultipartReader r = new MultipartReader(body, delim, BUFFER_SIZE, maxRequestSize,
+                                            MAX_PART_HEADER_BYTES);
+    ArrayList<Item> items = new ArrayList<>();
+    ArrayList<File> files = new ArrayList<>();
+    boolean ok = false;
+    try {
+      r.skipPreamble();
+      while (r.afterBoundary()) {
+        if (items.size() == maxParts) {
+          throw MultipartException.tooLarge("multipart body has more than " + maxParts + " parts");
+        }
+        MultipartHeaders.Part p = MultipartHeaders.part(r.headerLines(headerCharset));
+        if (p.filename != null) {
+          items.add(new Item(p.name, file(r, p, files), null, false));
+        } else {
+          FieldSink sink = new FieldSink(maxFieldSize, p.name);
+          r.scan(sink, "no closing boundary");
+          items.add(new Item(p.name, sink.bytes(), p.charset, true));
+        }
+      }
+      MultipartResult result = new MultipartResult(params(items, fallback), files.toArray(new File[0]));
+      ok = true;
+      return result;
+    } finally {
+      if (!ok) delete(files);
+    }
+  }
+
+  /** Streams a file part to a new temp file (added to {@code files} first) and returns its map. */
+  private IPersistentMap file(MultipartReader r, MultipartHeaders.Part p, List<File> files)
+      throws IOException {
+    Path path = tempDir == null ? Files.createTempFile(TEMP_FILE_PREFIX, ".tmp")
+                                : Files.createTempFile(tempDir, TEMP_FILE_PREFIX, ".tmp");
+    File f = path.toFile();
+    files.add(f);
+    FileSink sink;
+    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(path), FILE_BUFFER)) {
+      sink = new FileSink(out, maxFileSize, p.name);
+      r.scan(sink, "no closing boundary");
+    }
+    return new PersistentArrayMap(new Object[] {
+      FILENAME, p.filename,
+      CONTENT_TYPE, p.contentType,
+      TEMPFILE, f,
+      SIZE, Long.valueOf(sink.size),
+    });
+  }
+
+  /** Decodes the fields and folds the items into Ring's map, repeated names into vectors. */
+  private IPersistentMap params(List<Item> items, Charset fallback) {
+    Charset formCharset = fallback;
+    if (forcedCharset != null) {
+      formCharset = forcedCharset;
+    } else {
+      for (Item it : items) {
+        if (it.field && CHARSET_FIELD.equals(it.name)) {
+          formCharset = MultipartHeaders.charset(new String((byte[]) it.value, StandardCharsets.ISO_8859_1));
+          break;
+        }
+      }
+    }
+    LinkedHashMap<Object, Object> acc = new LinkedHashMap<>();
+    for (Item it : items) {
+      Object value = it.value;
+      if (it.field) {
+        Charset cs = forcedCharset != null ? forcedCharset
+            : it.charset != null ? it.charset : formCharset;
+        value = new String((byte[]) value, cs);
+      }
+      Object key = keywords && KEYWORD_SYNTAX.matcher(it.name).matches()
+          ? Keyword.intern(it.name) : it.name;
+      Object old = acc.get(key);
+      if (old == null) {
+        acc.put(key, value);
+      } else if (old instanceof Repeated) {
+        ((Repeated) old).add(value);
+      } else {
+        Repeated values = new Repeated();
+        values.add(old);
+        values.add(value);
+        acc.put(key, values);
+      }
+    }
+    Object[] kv = new Object[acc.size() * 2];
+    int i = 0;
+    for (Map.Entry<Object, Object> e : acc.entrySet()) {
+      Object v = e.getValue();
+      kv[i++] = e.getKey();
+      kv[i++] = v instanceof Repeated ? PersistentVector.create((Repeated) v) : v;
+    }
+    return kv.length <= 16 ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv);
+  }
+
+  /** {@code CRLF "--" boundary}, after checking the boundary; a 400 for a bad one. */
+  static byte[] delimiter(String boundary) {
+    int n = boundary == null ? 0 : boundary.length();
+    if (n == 0 || n > MAX_BOUNDARY_LENGTH) {
+      throw new MultipartException(MultipartException.BAD_REQUEST, "invalid multipart boundary");
+    }
+    byte[] d = new byte[n + 4];
+    d[0] = '\r';
+    d[1] = '\n';
+    d[2] = '-';
+    d[3] = '-';
+    for (int i = 0; i < n; i++) {
+      char c = boundary.charAt(i);
+      if (c < 0x20 || c > 0x7e) {
+        throw new MultipartException(MultipartException.BAD_REQUEST, "invalid multipart boundary");
+      }
+      d[i + 4] = (byte) c;
+    }
+    return d;
+  }
+
+  /** Deletes {@code files}, ignoring failures. */
+  static void delete(List<File> files) {
+    for (File f : files) {
+      try {
+        Files.deleteIfExists(f.toPath());
+      } catch (IOException | RuntimeException e) {
+        // best effort: a file that cannot be deleted now will not be deleted by retrying
+      }
+    }
+  }
+
+  /** One part, in arrival order: a field's bytes or a file part's map. */
+  private static final class Item {
+    final String name;
+    final Object value;
+    final Charset charset;
+    final boolean field;
+
+    Item(String name, Object value, Charset charset, boolean field) {
+      this.name = name;
+      this.value = value;
+      this.charset = charset;
+      this.field = field;
+    }
+  }
+
+  /** The values of a repeated name while the map is being built. */
+  private static final class Repeated extends ArrayList<Object> {
+    private static final long serialVersionUID = 1L;
+  }
+
+  /** A field's bytes, in memory, up to a limit. */
+  private static final class FieldSink implements MultipartReader.Sink {
+    private final long max;
+    private final String name;
+    private byte[] buf = new byte[64];
+    private int len;
+
+    FieldSink(long max, String name) {
+      this.max = Math.min(max, Integer.MAX_VALUE - 8);
+      this.name = name;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int n) {
+      if (len + (long) n > max) {
+        throw MultipartException.tooLarge("field '" + MultipartHeaders.clip(name)
+                                          + "' is larger than " + max + " bytes");
+      }
+      if (len + n > buf.length) {
+        buf = Arrays.copyOf(buf, (int) Math.min(max, Math.max(buf.length * 2L, len + (long) n)));
+      }
+      System.arraycopy(b, off, buf, len, n);
+      len += n;
+    }
+
+    byte[] bytes() {
+      return len == buf.length ? buf : Arrays.copyOf(buf, len);
+    }
+  }
+
+  /** A file part's bytes, to its temp file, up to a limit. */
+  private static final class FileSink implements MultipartReader.Sink {
+    private final OutputStream out;
+    private final long max;
+    private final String name;
+    long size;
+
+    FileSink(OutputStream out, long max, String name) {
+      this.out = out;
+      this.max = max;
+      this.name = name;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int n) throws IOException {
+      if (size + n > max) {
+        throw MultipartException.tooLarge("file '" + MultipartHeaders.clip(name)
+                                          + "' is larger than " + max + " bytes");
+      }
+      out.write(b, off, n);
+      size += n;
+    }
+  }
+}

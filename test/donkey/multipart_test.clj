@@ -1,0 +1,595 @@
+(ns donkey.multipart-test
+  "donkey.codec.Multipart (the kernel's streaming multipart/form-data parser) and
+  donkey.middleware.multipart/wrap-multipart-params, unit-tested and on real servers, compared
+  with ring-core 1.8.2's own wrap-multipart-params."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.middleware.multipart :as mp]
+            [donkey.test-util :as u :refer [with-server request]]
+            [ring.middleware.multipart-params :as ring-mp])
+  (:import (donkey.codec Multipart MultipartException MultipartResult)
+           (java.io ByteArrayInputStream ByteArrayOutputStream File InputStream)
+           (java.nio.charset Charset StandardCharsets)
+           (java.nio.file Files)
+           (java.nio.file.attribute FileAttribute)
+           (java.util Arrays Random)))
+
+(set! *warn-on-reflection* true)
+
+;; ---------------------------------------------------------------------------------------------
+;; helpers
+
+(def boundary "----donkeyTestBoundary7MA4YWxkTrZu0gW")
+
+(defn- ->bytes ^bytes [x]
+  (cond (bytes? x) x
+        (string? x) (.getBytes ^String x StandardCharsets/UTF_8)
+        :else (throw (IllegalArgumentException. (str "not bytes: " (pr-str x))))))
+
+(defn- concat-bytes ^bytes [& xs]
+  (let [out (ByteArrayOutputStream.)]
+    (doseq [x xs] (let [b (->bytes x)] (.write out b 0 (alength b))))
+    (.toByteArray out)))
+
+(defn- part
+  "One encapsulation: `--boundary CRLF headers CRLF CRLF content CRLF`. `headers` are raw lines."
+  [{:keys [name filename content-type headers content] :or {content ""}} & [b]]
+  (let [b (or b boundary)
+        disp (cond-> (str "Content-Disposition: form-data; name=\"" name "\"")
+               filename (str "; filename=\"" filename "\""))
+        lines (or headers (cond-> [disp] content-type (conj (str "Content-Type: " content-type))))]
+    (concat-bytes "--" b "\r\n" (str/join (map #(str % "\r\n") lines)) "\r\n" content "\r\n")))
+
+(defn- body
+  "A whole multipart body of `parts` (maps for `part`), with the close delimiter."
+  ^bytes [parts & [{:keys [b preamble epilogue] :or {preamble "" epilogue ""}}]]
+  (let [b (or b boundary)]
+    (apply concat-bytes preamble (concat (map #(part % b) parts) [(str "--" b "--\r\n") epilogue]))))
+
+(defn- temp-dir
+  "A fresh directory for temp files, so a test can see exactly what was left behind. Removed at
+  exit (it is empty by then, or a test failed)."
+  ^File []
+  (doto (.toFile (Files/createTempDirectory "donkey-mp-test" (make-array FileAttribute 0)))
+    (.deleteOnExit)))
+
+(defn- files-in [^File dir] (vec (.listFiles dir)))
+
+(defn- parser
+  ^Multipart [& [{:keys [encoding fallback max-file max-field max-request max-parts keywords? dir]
+                  :or {max-file 1e8 max-field 1e6 max-request 2e8 max-parts 1000 keywords? false}}]]
+  (Multipart. (some-> encoding Charset/forName) (some-> fallback Charset/forName)
+              (long max-file) (long max-field) (long max-request) (int max-parts)
+              (boolean keywords?) ^File dir))
+
+(defn- trickle
+  "An InputStream over `b` that hands out 1..max-chunk bytes per read (random sizes)."
+  ^InputStream [^bytes b max-chunk]
+  (let [rnd (Random. 42)
+        src (ByteArrayInputStream. b)]
+    (proxy [InputStream] []
+      (read
+        ([] (.read src))
+        ([buf off len]
+         (.read src ^bytes buf (int off) (int (min (long len) (inc (.nextInt rnd (int max-chunk)))))))))))
+
+(defn- eventually
+  "True once (pred) is, polling for up to 2 s."
+  [pred]
+  (loop [i 0]
+    (cond (pred) true
+          (> i 200) false
+          :else (do (Thread/sleep 10) (recur (inc i))))))
+
+(defn- parse-bytes
+  "Parses `b` with the given parser options; returns the MultipartResult."
+  ^MultipartResult [^bytes b & [opts]]
+  (.parseBody (parser opts) (if-let [c (:chunk opts)] (trickle b c) (ByteArrayInputStream. b))
+              ^String (or (:boundary opts) boundary) StandardCharsets/UTF_8))
+
+(defn- file-bytes ^bytes [m] (Files/readAllBytes (.toPath ^File (:tempfile m))))
+
+(defn- readable
+  "The params with each file map's :tempfile replaced by its content as a String (one char a
+  byte, ISO-8859-1, so binary content compares exactly)."
+  [params]
+  (let [f (fn [v] (if (map? v) (-> v (assoc :content (String. (file-bytes v) StandardCharsets/ISO_8859_1))
+                                   (dissoc :tempfile))
+                      v))]
+    (into {} (map (fn [[k v]] [k (if (vector? v) (mapv f v) (f v))])) params)))
+
+(defn- refused
+  "Parses `b` expecting a MultipartException; returns [status message] (nil if none thrown)."
+  [b & [opts]]
+  (try (let [r (parse-bytes b opts)] (.deleteTempFiles r) nil)
+       (catch MultipartException e [(.status e) (.getMessage e)])))
+
+;; ---------------------------------------------------------------------------------------------
+;; the parser
+
+(deftest fields
+  (let [r (parse-bytes (body [{:name "a" :content "1"} {:name "b" :content "two words"}
+                              {:name "empty" :content ""}]))]
+    (is (= {"a" "1" "b" "two words" "empty" ""} (.params r)))
+    (is (empty? (.tempFiles r)))))
+
+(deftest a-file-part
+  (let [dir (temp-dir)
+        r (parse-bytes (body [{:name "title" :content "t"}
+                              {:name "up" :filename "notes.txt" :content-type "text/plain"
+                               :content "line one\nline two\n"}])
+                       {:dir dir})
+        up (get (.params r) "up")
+        ^File f (:tempfile up)]
+    (is (= #{:filename :content-type :tempfile :size} (set (keys up))))
+    (is (= "notes.txt" (:filename up)))
+    (is (= "text/plain" (:content-type up)))
+    (is (= 18 (:size up)))
+    (is (instance? Long (:size up)))
+    (is (= "line one\nline two\n" (slurp f)))
+    (is (str/starts-with? (.getName f) "donkey-multipart-"))
+    (is (= dir (.getParentFile f)))
+    (is (= [f] (vec (.tempFiles r))))
+    (is (.isTempFile r f))
+    (.close r)
+    (is (not (.exists f)) "close deletes the temp files")
+    (.deleteTempFiles r)
+    (is (empty? (files-in dir)) "deleting twice is harmless")))
+
+(deftest repeated-names-become-vectors
+  (let [r (parse-bytes (body [{:name "x" :content "1"} {:name "y" :content "only"}
+                              {:name "x" :content "2"} {:name "x" :content "3"}
+                              {:name "f" :filename "a.txt" :content "A"}
+                              {:name "f" :filename "b.txt" :content "BB"}]))
+        p (.params r)]
+    (is (= ["1" "2" "3"] (get p "x")))
+    (is (= "only" (get p "y")))
+    (is (vector? (get p "f")))
+    (is (= [["a.txt" "A" 1] ["b.txt" "BB" 2]]
+           (map (juxt :filename #(String. (file-bytes %) StandardCharsets/UTF_8) :size) (get p "f"))))
+    (.deleteTempFiles r)))
+
+(deftest many-names-make-a-hash-map
+  (let [r (parse-bytes (body (for [i (range 40)] {:name (str "k" i) :content (str i)})))]
+    (is (= (into {} (for [i (range 40)] [(str "k" i) (str i)])) (.params r)))))
+
+(defn- index-of
+  "The index of `needle` in `hay`, or -1."
+  ^long [^bytes hay ^bytes needle]
+  (let [n (alength needle)]
+    (loop [i 0]
+      (cond (> (+ i n) (alength hay)) -1
+            (Arrays/equals hay i (+ i n) needle 0 n) i
+            :else (recur (inc i))))))
+
+(defn- tricky-content
+  "Random bytes of length n with boundary look-alikes planted in them, ending with `tail`;
+  any accidental occurrence of the real delimiter is broken up."
+  ^bytes [n seed ^String tail]
+  (let [rnd (Random. seed)
+        b (byte-array n)
+        traps [(str "\r\n--" (subs boundary 0 (dec (count boundary))))
+               (str "--" boundary)
+               (str "\r\n-" boundary)
+               (str "\n--" boundary "\r\n")
+               "\r\n--" "\r\n" "\r\r\n\r\n--"]]
+    (.nextBytes rnd b)
+    (dotimes [_ (quot n 500)]
+      (let [^String t (nth traps (.nextInt rnd (count traps)))
+            at (.nextInt rnd (max 1 (- n (count t))))]
+        (when (< (+ at (count t)) n)
+          (System/arraycopy (.getBytes t StandardCharsets/ISO_8859_1) 0 b at (count t)))))
+    (let [out (concat-bytes b tail)
+          delim (->bytes (str "\r\n--" boundary))]
+      (loop []
+        (let [i (index-of out delim)]
+          (when (>= i 0) (aset-byte out i (byte 88)) (recur))))
+      out)))
+
+(deftest binary-content-with-crlf-and-boundary-look-alikes
+  (doseq [n [0 1 2 100 65000 65530 65536 65540 70000 131072 300001]
+          tail ["" "\r\n" "\r" "\r\n--" (str "\r\n--" (subs boundary 0 10))]
+          chunk [nil 7 4096]]
+    (let [content (tricky-content n n tail)
+          r (parse-bytes (body [{:name "bin" :filename "b.bin" :content-type "application/octet-stream"
+                                 :content content}
+                                {:name "after" :content "ok"}])
+                         {:chunk chunk})
+          up (get (.params r) "bin")]
+      (is (Arrays/equals content (file-bytes up)) (str "content survives, n=" n " tail=" (pr-str tail)
+                                                       " chunk=" chunk))
+      (is (= (alength content) (:size up)))
+      (is (= "ok" (get (.params r) "after")))
+      (.deleteTempFiles r))))
+
+(deftest binary-field-content
+  (let [content (tricky-content 5000 1 "\r\n")
+        r (parse-bytes (body [{:name "raw" :content content}]) {:encoding "ISO-8859-1"})]
+    (is (Arrays/equals content (.getBytes ^String (get (.params r) "raw") StandardCharsets/ISO_8859_1)))))
+
+(deftest empty-file
+  (let [r (parse-bytes (body [{:name "f" :filename "" :content-type "application/octet-stream"}
+                              {:name "g" :filename "empty.txt"}]))
+        {:strs [f g]} (.params r)]
+    (is (= {:filename "" :content-type "application/octet-stream" :size 0} (dissoc f :tempfile)))
+    (is (= 0 (.length ^File (:tempfile f))))
+    (is (= {:filename "empty.txt" :content-type nil :size 0} (dissoc g :tempfile))
+        "no Content-Type header: nil, as Ring")
+    (is (= 2 (count (.tempFiles r))))
+    (.deleteTempFiles r)))
+
+(deftest preamble-and-epilogue-are-ignored
+  (let [b (body [{:name "a" :content "1"}]
+                {:preamble (str "This is the preamble.\r\n--" (subs boundary 0 20) "\r\n")
+                 :epilogue (str "This is the epilogue.\r\n--" boundary "\r\ngarbage")})]
+    (is (= {"a" "1"} (.params (parse-bytes b)))))
+  (testing "the first boundary right at the start, and no CRLF after the close delimiter"
+    (is (= {"a" "1"} (.params (parse-bytes (concat-bytes "--" boundary "\r\n"
+                                                         "Content-Disposition: form-data; name=a\r\n\r\n"
+                                                         "1\r\n--" boundary "--"))))))
+  (testing "transport padding after a boundary"
+    (is (= {"a" "1"} (.params (parse-bytes (concat-bytes "--" boundary " \t \r\n"
+                                                         "Content-Disposition: form-data; name=a\r\n\r\n"
+                                                         "1\r\n--" boundary "--")))))))
+
+(deftest quoted-and-odd-parameters
+  (let [hdr (fn [& lines] {:headers (vec lines) :content "v"})
+        params #(.params (parse-bytes (body %)))]
+    (is (= {"a\"b" "v"} (params [(hdr "Content-Disposition: form-data; name=\"a\\\"b\"")]))
+        "quoted pair \\\" unescaped")
+    (is (= {"semi;colon" "v"} (params [(hdr "Content-Disposition: form-data; name=\"semi;colon\"")])))
+    (is (= {"tok" "v"} (params [(hdr "content-disposition: FORM-DATA ;  NAME = tok ; extra")]))
+        "case-insensitive names, unquoted token, spaces, parameter without value")
+    (is (= {"first" "v"} (params [(hdr "Content-Disposition: form-data; name=first; name=second")]))
+        "first of a repeated parameter wins")
+    (is (= {"x" "v"} (params [(hdr "Content-Disposition: form-data;" "  name=\"x\"")]))
+        "folded header line")
+    (let [r (parse-bytes (body [(hdr "Content-Disposition: form-data; name=\"f\"; filename=\"C:\\dir\\a.txt\"")
+                                (hdr "Content-Disposition: form-data; name=\"g\"; filename=\"x.txt\"; filename*=UTF-8''%E2%82%AC%20rates.txt")
+                                (hdr "Content-Disposition: form-data; name=\"h\"; filename*=iso-8859-1'en'%E9t%E9.txt")
+                                (hdr "Content-Disposition: form-data; name=\"i\"; filename=\"caf\u00e9 \u2603.txt\""
+                                     "Content-Type: image/png; foo=bar")]))
+          p (.params r)]
+      (is (= "C:\\dir\\a.txt" (:filename (get p "f"))) "other backslashes kept (old IE paths)")
+      (is (= "\u20ac rates.txt" (:filename (get p "g"))) "filename* preferred")
+      (is (= "\u00e9t\u00e9.txt" (:filename (get p "h"))))
+      (is (= "caf\u00e9 \u2603.txt" (:filename (get p "i"))) "raw UTF-8 filename")
+      (is (= "image/png; foo=bar" (:content-type (get p "i"))))
+      (.deleteTempFiles r))))
+
+(deftest charsets
+  (let [latin1 (.getBytes "d\u00e9j\u00e0" StandardCharsets/ISO_8859_1)
+        utf8 (->bytes "d\u00e9j\u00e0")]
+    (testing "the part's own Content-Type charset"
+      (is (= {"a" "d\u00e9j\u00e0" "b" "d\u00e9j\u00e0"}
+             (.params (parse-bytes (body [{:name "a" :content-type "text/plain; charset=ISO-8859-1" :content latin1}
+                                          {:name "b" :content-type "text/plain" :content utf8}]))))))
+    (testing "_charset_ names the form's charset; a part's own charset still wins"
+      (is (= {"_charset_" "ISO-8859-1" "a" "d\u00e9j\u00e0" "b" "d\u00e9j\u00e0"}
+             (.params (parse-bytes (body [{:name "a" :content latin1}
+                                          {:name "_charset_" :content "ISO-8859-1"}
+                                          {:name "b" :content-type "text/plain; charset=\"utf-8\"" :content utf8}]))))))
+    (testing "the fallback charset"
+      (is (= {"a" "d\u00e9j\u00e0"}
+             (.params (.parseBody (parser) (ByteArrayInputStream. (body [{:name "a" :content latin1}]))
+                                  boundary StandardCharsets/ISO_8859_1)))))
+    (testing "the request Content-Type's charset is the fallback, unless one is configured"
+      (let [ct (str "multipart/form-data; charset=ISO-8859-1; boundary=\"" boundary "\"")]
+        (is (= {"a" "d\u00e9j\u00e0"}
+               (.params (.parse (parser) (ByteArrayInputStream. (body [{:name "a" :content latin1}])) ct -1))))
+        (is (= {"a" "d\u00e9j\u00e0"}
+               (.params (.parse (parser {:fallback "UTF-8"}) (ByteArrayInputStream. (body [{:name "a" :content utf8}])) ct -1))))))
+    (testing "a forced charset overrides everything"
+      (is (= {"a" "d\u00e9j\u00e0" "b" "d\u00c3\u00a9j\u00c3\u00a0"}
+             (.params (parse-bytes (body [{:name "a" :content-type "text/plain; charset=UTF-8" :content latin1}
+                                          {:name "b" :content utf8}])
+                                   {:encoding "ISO-8859-1"})))))
+    (testing "non-ASCII names (UTF-8 in the header) and invalid bytes"
+      (is (= {"\u00e9t\u00e9" "\ufffd"}
+             (.params (parse-bytes (body [{:name "\u00e9t\u00e9" :content (byte-array [(unchecked-byte 0xff)])}]))))))))
+
+(deftest keywords
+  (is (= {:a "1" "b c" "2" :é "3" "1x" "4"}
+         (.params (parse-bytes (body [{:name "a" :content "1"} {:name "b c" :content "2"}
+                                      {:name "é" :content "3"} {:name "1x" :content "4"}])
+                               {:keywords? true})))))
+
+(deftest malformed-bodies-are-400
+  (let [dir (temp-dir)
+        ok-part (part {:name "f" :filename "f.txt" :content "data"})
+        cases {"no opening boundary" (concat-bytes "just some text\r\nwithout any boundary")
+               "no opening boundary " (byte-array 0)
+               "no closing boundary" (concat-bytes ok-part "--" boundary "\r\n"
+                                                   "Content-Disposition: form-data; name=\"g\"; filename=\"g\"\r\n\r\n"
+                                                   "truncated file conte")
+               "no closing boundary " (concat-bytes ok-part "Content-Disposition: form-data; name=\"x\"\r\n\r\nx")
+               "body ends after a boundary" (concat-bytes ok-part "--" boundary)
+               "body ends in part headers" (concat-bytes ok-part "--" boundary "\r\nContent-Disposition: form-da")
+               "unexpected characters after a boundary" (concat-bytes ok-part "--" boundary "zz\r\n")
+               "unexpected characters after a boundary " (body [{:name "a" :content (str "x\r\n--" boundary "-and-more")}])
+               "part header without a colon" (concat-bytes ok-part (part {:headers ["Content-Disposition form-data; name=x"]}))
+               "part header without a name" (concat-bytes ok-part (part {:headers [": x"]}))
+               "part header starts with a space" (concat-bytes ok-part (part {:headers [" name=x"]}))
+               "part without Content-Disposition" (concat-bytes ok-part (part {:headers ["Content-Type: text/plain"]}))
+               "part Content-Disposition without a name" (concat-bytes ok-part (part {:headers ["Content-Disposition: form-data; filename=\"a\""]}))
+               "part Content-Disposition is not form-data" (concat-bytes ok-part (part {:headers ["Content-Disposition: attachment; name=\"a\""]}))
+               "unterminated quoted string in Content-Disposition" (concat-bytes ok-part (part {:headers ["Content-Disposition: form-data; name=\"a"]}))
+               "malformed filename* parameter" (concat-bytes ok-part (part {:headers ["Content-Disposition: form-data; name=a; filename*=UTF-8''%E2%8"]}))
+               "unsupported charset in multipart body: nope" (concat-bytes ok-part (part {:name "t" :content-type "text/plain; charset=nope"}))
+               "part headers larger than 16384 bytes" (concat-bytes ok-part (part {:headers [(str "X-Big: " (apply str (repeat 20000 "a")))]}))}]
+    (doseq [[expected b] cases]
+      (let [[status msg] (refused b {:dir dir})]
+        (is (= 400 status) expected)
+        (is (and msg (str/includes? msg (str/trim expected))) (str "message " (pr-str msg) " names " expected))
+        (is (empty? (files-in dir)) (str "temp files cleaned after " expected))))
+    (testing "a _charset_ field naming an unknown charset"
+      (is (= 400 (first (refused (body [{:name "_charset_" :content "klingon"}]))))))
+    (testing "bad boundaries and content types"
+      (is (= [400 "invalid multipart boundary"] (refused (body [{:name "a"}]) {:boundary (apply str (repeat 201 "b"))})))
+      (is (= [400 "invalid multipart boundary"] (refused (body [{:name "a"}]) {:boundary "b\u00e9"})))
+      (let [p (parser)
+            try-parse (fn [ct b] (try (.deleteTempFiles (.parse p (some-> ^bytes b ByteArrayInputStream.) ct -1)) nil
+                                      (catch MultipartException e [(.status e) (.getMessage e)])))]
+        (is (= [400 "multipart/form-data request without a boundary"] (try-parse "multipart/form-data" (body []))))
+        (is (= [400 "multipart/form-data request without a boundary"] (try-parse "multipart/form-data; boundary=\"\"" (body []))))
+        (is (= 400 (first (try-parse "multipart/form-data; boundary=\"unterminated" (body [])))))
+        (is (= [400 "malformed multipart body: no opening boundary"]
+               (try-parse (str "multipart/form-data; boundary=" boundary) nil)) "no body")))))
+
+(deftest limits-are-413-and-clean-up
+  (let [dir (temp-dir)
+        big (byte-array 5000 (byte 65))
+        two-files (body [{:name "ok" :filename "ok.bin" :content (byte-array 100)}
+                         {:name "big" :filename "big.bin" :content big}])]
+    (testing "a file over :max-file-size, after another file was written"
+      (is (= [413 "file 'big' is larger than 4096 bytes"] (refused two-files {:dir dir :max-file 4096 :chunk 1000})))
+      (is (empty? (files-in dir))))
+    (testing "exactly at the limit is fine"
+      (let [r (parse-bytes two-files {:dir dir :max-file 5000})]
+        (is (= 5000 (:size (get (.params r) "big"))))
+        (.deleteTempFiles r)))
+    (testing "a body over :max-request-size"
+      (is (= [413 "multipart body is larger than 3000 bytes"] (refused two-files {:dir dir :max-request 3000})))
+      (is (empty? (files-in dir))))
+    (testing "a Content-Length over :max-request-size is refused before reading"
+      (is (= [413 "multipart body is larger than 3000 bytes"]
+             (try (.parse (parser {:dir dir :max-request 3000}) nil (str "multipart/form-data; boundary=" boundary) 3001)
+                  nil
+                  (catch MultipartException e [(.status e) (.getMessage e)])))))
+    (testing "a field over :max-field-size"
+      (is (= [413 "field 'text' is larger than 10 bytes"]
+             (refused (body [{:name "f" :filename "f" :content "x"} {:name "text" :content "01234567890"}])
+                      {:dir dir :max-field 10})))
+      (is (empty? (files-in dir))))
+    (testing "more parts than :max-parts"
+      (is (= [413 "multipart body has more than 3 parts"]
+             (refused (body (for [i (range 4)] {:name "f" :filename (str i) :content "x"})) {:dir dir :max-parts 3})))
+      (is (empty? (files-in dir)))
+      (is (nil? (refused (body (for [i (range 3)] {:name "f" :content "x"})) {:max-parts 3}))))))
+
+(deftest io-errors-clean-up-too
+  (let [dir (temp-dir)
+        b (body [{:name "f" :filename "f" :content (byte-array 200000)}])
+        failing (proxy [InputStream] []
+                  (read
+                    ([] -1)
+                    ([buf off len] (throw (java.io.IOException. "connection reset")))))
+        in (java.io.SequenceInputStream. (ByteArrayInputStream. b 0 100000) ^InputStream failing)]
+    (is (thrown-with-msg? java.io.IOException #"connection reset"
+                          (.parseBody (parser {:dir dir}) in boundary StandardCharsets/UTF_8)))
+    (is (empty? (files-in dir)))))
+
+;; ---------------------------------------------------------------------------------------------
+;; the middleware on real servers
+
+(defn- post [path ^bytes b & [headers]]
+  (request :post path {:headers (merge {"Content-Type" (str "multipart/form-data; boundary=" boundary)} headers)
+                       :body b}))
+
+(def ^:private upload-body
+  (body [{:name "title" :content "My file"}
+         {:name "tag" :content "a"}
+         {:name "tag" :content "b"}
+         {:name "upload" :filename "notes.txt" :content-type "text/plain" :content "line one\nline two\n"}]))
+
+(defn- seen-upload
+  "What a handler sees of upload-body, with the temp file's state during the handler."
+  [req]
+  (let [up (get-in req [:multipart-params "upload"])
+        ^File f (:tempfile up)]
+    {:params (readable (:multipart-params req))
+     :merged (:params req)
+     :file f
+     :existed (.exists f)}))
+
+(def ^:private expected-upload
+  {"title" "My file" "tag" ["a" "b"]
+   "upload" {:filename "notes.txt" :content-type "text/plain" :size 18 :content "line one\nline two\n"}})
+
+(deftest keywords-option
+  (let [seen (promise)
+        h (mp/wrap-multipart-params (fn [req] (deliver seen (select-keys req [:multipart-params :params]))
+                                      {:status 200})
+                                    {:keywords? true})]
+    (with-server h {}
+      (post "/" (body [{:name "a" :content "1"} {:name "not a keyword" :content "2"}]))
+      (is (= {:multipart-params {:a "1" "not a keyword" "2"} :params {:a "1" "not a keyword" "2"}}
+             (deref seen 5000 nil))))))
+
+(deftest sync-upload-and-cleanup
+  (let [seen (promise)
+        h (mp/wrap-multipart-params (fn [req] (deliver seen (seen-upload req)) {:status 200 :body "uploaded"}))]
+    (with-server h {}
+      (let [r (post "/up?q=1" upload-body)
+            s (deref seen 5000 nil)]
+        (is (= 200 (:status r)))
+        (is (= "uploaded" (:body r)))
+        (is (= expected-upload (:params s)))
+        (is (= #{"title" "tag" "upload"} (set (keys (:merged s)))))
+        (is (:existed s) "the temp file exists while the handler runs")
+        (is (not (.exists ^File (:file s))) "and is gone once the response is out"))
+      (testing "a request that is not multipart passes through with empty params"
+        (let [seen (promise)]
+          (with-server (mp/wrap-multipart-params (fn [req] (deliver seen (select-keys req [:multipart-params :params]))
+                                                   {:status 200 :body (slurp (:body req))}))
+                       {}
+            (is (= "a=1" (:body (request :post "/" {:headers {"Content-Type" "application/x-www-form-urlencoded"}
+                                                   :body "a=1"}))))
+            (is (= {:multipart-params {} :params {}} (deref seen 5000 nil)))))))))
+
+(deftest async-upload-and-cleanup
+  (let [seen (promise)
+        h (mp/wrap-multipart-params
+           (fn [req respond _raise]
+             (let [s (seen-upload req)]
+               (deliver seen s)
+               ;; respond from another thread, as async handlers may
+               (future (respond {:status 200 :body "async uploaded"})))))]
+    (with-server h {:async? true}
+      (let [r (post "/up" upload-body)
+            s (deref seen 5000 nil)]
+        (is (= 200 (:status r)))
+        (is (= "async uploaded" (:body r)))
+        (is (= expected-upload (:params s)))
+        (is (:existed s))
+        ;; the wrapped respond deletes after handing the response over: allow it a moment
+        (is (eventually #(not (.exists ^File (:file s)))) "the temp file is deleted after respond")))))
+
+(deftest async-raise-deletes-too
+  (let [seen (promise)
+        h (mp/wrap-multipart-params
+           (fn [req _respond raise]
+             (deliver seen (get-in req [:multipart-params "upload" :tempfile]))
+             (raise (ex-info "boom" {}))))]
+    (with-server h {:async? true}
+      (is (= 500 (:status (post "/up" upload-body))))
+      (let [^File f (deref seen 5000 nil)]
+        (is (some? f))
+        (is (eventually #(not (.exists f))))))))
+
+(deftest sync-throw-deletes-too
+  (let [seen (promise)
+        h (mp/wrap-multipart-params
+           (fn [req]
+             (deliver seen (get-in req [:multipart-params "upload" :tempfile]))
+             (throw (ex-info "boom" {}))))]
+    (with-server h {}
+      (is (= 500 (:status (post "/up" upload-body))))
+      (is (not (.exists ^File (deref seen 5000 nil)))))))
+
+(deftest echoing-the-temp-file-still-works
+  (doseq [async? [false true]]
+    (let [seen (promise)
+          echo (fn [req] (let [f (get-in req [:multipart-params "upload" :tempfile])]
+                           (deliver seen f)
+                           {:status 200 :headers {"content-type" "text/plain"} :body f}))
+          h (mp/wrap-multipart-params (if async? (fn [req respond _] (respond (echo req))) echo))]
+      (with-server h {:async? async?}
+        (let [r (post "/echo" upload-body)]
+          (is (= 200 (:status r)) (str "async? " async?))
+          (is (= "line one\nline two\n" (:body r)))
+          (let [^File f (deref seen 5000 nil)]
+            (is (eventually #(not (.exists f))))))))))
+
+(deftest too-large-file-is-413
+  (doseq [async? [false true]]
+    (let [called (atom false)
+          dir (temp-dir)
+          h (mp/wrap-multipart-params (if async?
+                                        (fn [_ respond _] (reset! called true) (respond {:status 200}))
+                                        (fn [_] (reset! called true) {:status 200}))
+                                      {:max-file-size 1000 :temp-dir dir})]
+      (with-server h {:async? async?}
+        (let [r (post "/up" (body [{:name "small" :filename "s" :content (byte-array 10)}
+                                   {:name "big" :filename "b" :content (byte-array 5000)}]))]
+          (is (= 413 (:status r)))
+          (is (= "file 'big' is larger than 1000 bytes" (:body r)))
+          (is (= ["text/plain; charset=utf-8"] (get-in r [:headers "content-type"])))
+          (is (not @called))
+          (is (empty? (files-in dir)))
+          (testing "the server keeps serving"
+            (is (= 200 (:status (post "/up" (body [{:name "small" :filename "s" :content "x"}])))))))))))
+
+(deftest too-large-request-is-413
+  (with-server (mp/wrap-multipart-params (fn [_] {:status 200}) {:max-request-size 1000}) {}
+    (let [r (post "/" (body [{:name "a" :content (apply str (repeat 2000 "x"))}]))]
+      (is (= 413 (:status r)))
+      (is (= "multipart body is larger than 1000 bytes" (:body r))))))
+
+(deftest truncated-multipart-is-400-and-the-next-request-works
+  (doseq [async? [false true]]
+    (let [dir (temp-dir)
+          h (mp/wrap-multipart-params (if async?
+                                        (fn [req respond _] (respond {:status 200 :body (get-in req [:params "a"])}))
+                                        (fn [req] {:status 200 :body (get-in req [:params "a"])}))
+                                      {:temp-dir dir})
+          whole (body [{:name "a" :content "one"} {:name "f" :filename "f" :content (byte-array 3000)}])
+          truncated (Arrays/copyOf whole (- (alength whole) 100))]
+      (with-server h {:async? async?}
+        (let [r (post "/" truncated)]
+          (is (= 400 (:status r)))
+          (is (= "malformed multipart body: no closing boundary" (:body r)))
+          (is (empty? (files-in dir))))
+        (let [r (request :post "/" {:headers {"Content-Type" "multipart/form-data"} :body "x"})]
+          (is (= 400 (:status r)))
+          (is (= "multipart/form-data request without a boundary" (:body r))))
+        (let [r (post "/" whole)]
+          (is (= 200 (:status r)))
+          (is (= "one" (:body r))))))))
+
+(deftest options-are-checked-once
+  (doseq [bad [{:encoding "no-such-charset"} {:fallback-encoding 7} {:max-file-size 0}
+               {:max-request-size -1} {:max-parts 1.5} {:keywords? "yes"} {:temp-dir "/no/such/dir"}]]
+    (is (thrown? IllegalArgumentException (mp/wrap-multipart-params identity bad)) (pr-str bad)))
+  (is (fn? (mp/wrap-multipart-params identity {:encoding StandardCharsets/ISO_8859_1 :fallback-encoding "UTF-8"
+                                               :max-parts 10 :keywords? true :temp-dir (System/getProperty "java.io.tmpdir")}))))
+
+;; ---------------------------------------------------------------------------------------------
+;; the same request through ring-core 1.8.2's wrap-multipart-params
+
+(defn- ring-view
+  "A handler recording what it sees of :multipart-params and :params, files as their content."
+  [seen]
+  (fn [req]
+    (deliver seen {:multipart (readable (:multipart-params req))
+                   :params-keys (set (keys (:params req)))})
+    ;; ring's temp files live an hour: do not leave them behind
+    (doseq [[_ v] (:multipart-params req)
+            m (if (vector? v) v [v])
+            :when (map? m)]
+      (io/delete-file (:tempfile m) true))
+    {:status 200 :body "ok"}))
+
+(deftest same-result-as-ring
+  (let [b (body [{:name "title" :content "My file"}
+                 {:name "tag" :content "a"}
+                 {:name "tag" :content "b"}
+                 {:name "caf\u00e9" :content "cr\u00e8me br\u00fbl\u00e9e \u2603"}
+                 {:name "upload" :filename "notes.txt" :content-type "text/plain" :content "line one\r\nline two\r\n"}
+                 {:name "bin" :filename "data.bin" :content-type "application/octet-stream"
+                  :content (tricky-content 70000 3 "")}
+                 {:name "none" :filename "" :content-type "application/octet-stream"}
+                 {:name "notype" :filename "x.txt" :content "no content type"}
+                 {:name "multi" :filename "1.txt" :content "one"}
+                 {:name "multi" :filename "2.txt" :content "two"}
+                 {:name "latin" :content-type "text/plain; charset=ISO-8859-1"
+                  :content (.getBytes "\u00e9t\u00e9" StandardCharsets/ISO_8859_1)}
+                 {:name "empty" :content ""}]
+                {:preamble "preamble\r\n" :epilogue "epilogue"})
+        ours (promise)
+        theirs (promise)
+        app (fn [req]
+              (if (= "/ring" (:uri req))
+                ((ring-mp/wrap-multipart-params (ring-view theirs)) req)
+                ((mp/wrap-multipart-params (ring-view ours)) req)))]
+    (with-server app {}
+      (is (= 200 (:status (post "/ring" b))))
+      (is (= 200 (:status (post "/donkey" b))))
+      (let [o (deref ours 5000 nil)
+            t (deref theirs 5000 nil)]
+        (is (some? o))
+        (is (= (:multipart t) (:multipart o)))
+        (is (= (:params-keys t) (:params-keys o)))
+        (is (= "cr\u00e8me br\u00fbl\u00e9e \u2603" (get-in o [:multipart "caf\u00e9"])))
+        (is (= "\u00e9t\u00e9" (get-in o [:multipart "latin"])))))))
