@@ -16,11 +16,25 @@
              ;; jars the tests run real middleware from. Never part of the pom or the jar.
              :debian {:repositories [["debian" {:url "file:///usr/share/maven-repo" :checksum :ignore
                                                 :snapshots false}]]}
-             :dev [:debian
+             ;; ^{:pom-scope nil}: a vector-with-a-map profile loses lein's usual test scope, so
+             ;; without it these deps land in the pom as compile deps; with it, not at all.
+             :dev ^{:pom-scope nil} [:debian
                    {:dependencies [[ring/ring-core "1.8.2" :exclusions [org.clojure/clojure]]
                                    [compojure "1.6.0" :exclusions [org.clojure/clojure]]
                                    ;; ring-core's multipart middleware loads the servlet API
                                    [javax.servlet/javax.servlet-api "3.1.0"]]
                     :source-paths ["examples"]
                     :exclusions [org.clojure/clojure]}]
+             ;; tools.deps, to check deps.edn (test/donkey/packaging_test.clj runs
+             ;; `lein with-profile +tdeps run -m donkey.deps-check`). Not in the pom or the jar.
+             :tdeps {:dependencies [[org.clojure/tools.deps "0.23.1512"]]
+                     :source-paths ["dev-tdeps" "build"]}
+             ;; `make bench` (bench/run.sh): the TechEmpower-style app and its two comparators
+             ;; (a raw Vert.x server, Debian's ring-jetty-adapter 1.8.2 on Jetty 9.4). Compiled
+             ;; into its own target dir; never part of the pom or the jar.
+             :bench ^{:pom-scope nil} [:debian
+                     {:dependencies [[ring/ring-jetty-adapter "1.8.2" :exclusions [org.clojure/clojure]]]
+                      :source-paths ["bench/src"]
+                      :java-source-paths ["bench/java"]
+                      :target-path "target/bench"}]
              :uberjar {:aot :all :jvm-opts ["-Dclojure.compiler.direct-linking=true"]}})
