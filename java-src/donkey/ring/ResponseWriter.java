@@ -3,11 +3,15 @@ package donkey.ring;
 import clojure.lang.IFn;
 import clojure.lang.ILookup;
 import clojure.lang.IPersistentMap;
+import clojure.lang.IRecord;
+import clojure.lang.IType;
+import clojure.lang.IPersistentVector;
 import clojure.lang.ISeq;
 import clojure.lang.Keyword;
 import clojure.lang.Named;
 import clojure.lang.RT;
 import clojure.lang.Seqable;
+import donkey.codec.Json;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
@@ -27,13 +31,20 @@ import java.util.Map;
  * names none), byte[], java.io.File (sent with zero-copy), java.io.InputStream (streamed, then
  * closed), ISeq (each element's {@code str}, flushed after each element), and anything
  * {@code ring.core.protocols/StreamableResponseBody} can write when ring-core is loaded.
+ * A Clojure map or vector ({@link IPersistentMap} / {@link IPersistentVector}, never an ISeq,
+ * which stays Ring's streamed seq) is written as JSON by {@link Json}: serialized whole on the
+ * event loop, always UTF-8 (RFC 8259), with an exact {@code Content-Length} and
+ * {@code Content-Type: application/json; charset=utf-8} when the handler set no Content-Type.
+ * A record or deftype that satisfies {@code StreamableResponseBody} is streamed by the protocol
+ * instead; for core maps and vectors the protocol is not consulted.
  *
  * <p>Threading: {@link #writeHead} and {@link #endFixed} run on the request's event loop;
  * {@link #stream} blocks and must run on a worker or virtual thread.
  *
  * <p>Bad input: a response that is not a map, a status that is not an integer in 100..999, a
- * header value with CR or LF, or a body of an unknown type raises
- * {@link IllegalArgumentException} before anything is sent, so the caller can answer 500.
+ * header value with CR or LF, a body of an unknown type, or a map/vector body that cannot be
+ * written as JSON raises {@link IllegalArgumentException} before anything is sent, so the
+ * caller can answer 500.
  */
 public final class ResponseWriter {
   public static final Keyword STATUS = Keyword.intern("status");
@@ -42,7 +53,10 @@ public final class ResponseWriter {
 
   /** How a body is sent. */
   public enum Kind {
-    /** Known length, in memory: written at once from the event loop. */
+    /**
+     * Known length, in memory: written at once from the event loop (nil, String, byte[], and
+     * map or vector bodies, serialized to JSON there).
+     */
     FIXED,
     /** A file: sent by Vert.x without blocking. */
     FILE,
@@ -51,6 +65,8 @@ public final class ResponseWriter {
   }
 
   private static final int READ_CHUNK = 32 * 1024;
+  private static final CharSequence JSON_TYPE = io.vertx.core.http.HttpHeaders.createOptimized(
+      Json.CONTENT_TYPE);
 
   private ResponseWriter() {}
 
@@ -70,6 +86,15 @@ public final class ResponseWriter {
     if (body == null || body instanceof String || body instanceof byte[]) return Kind.FIXED;
     if (body instanceof File) return Kind.FILE;
     if (body instanceof InputStream || body instanceof ISeq) return Kind.STREAM;
+    if (isJson(body)) {
+      // a record or deftype may implement StreamableResponseBody itself, and then that wins;
+      // core maps and vectors skip the (slow) protocol check
+      if ((body instanceof IRecord || body instanceof IType) && streamablePred != null
+          && RT.booleanCast(streamablePred.invoke(body))) {
+        return Kind.STREAM;
+      }
+      return Kind.FIXED;
+    }
     if (streamablePred != null && RT.booleanCast(streamablePred.invoke(body))) return Kind.STREAM;
     throw new IllegalArgumentException("unsupported response body type " + body.getClass().getName());
   }
@@ -109,12 +134,23 @@ public final class ResponseWriter {
     }
   }
 
+  /** True for a body written as JSON: a Clojure map or vector that is not a seq. */
+  static boolean isJson(Object body) {
+    return (body instanceof IPersistentMap || body instanceof IPersistentVector)
+        && !(body instanceof ISeq);
+  }
+
   /**
-   * Ends the response with a nil, String or byte[] body. The length is always computed here:
-   * a {@code Content-Length} or {@code Transfer-Encoding} the handler set is replaced.
-   * Event loop only.
+   * Ends the response with a nil, String, byte[], or map or vector (JSON) body. The length is
+   * always computed here: a {@code Content-Length} or {@code Transfer-Encoding} the handler set
+   * is replaced. A map or vector is serialized before anything else is done, so a body that
+   * cannot be written throws with the response untouched. Event loop only.
+   *
+   * @throws IllegalArgumentException when a map or vector body cannot be written as JSON, or
+   *     the body is of no FIXED type
    */
   public static void endFixed(HttpServerResponse resp, Object body) {
+    Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
     MultiMap h = resp.headers();
     h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
     h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
@@ -127,8 +163,15 @@ public final class ResponseWriter {
       } else {
         resp.end(Buffer.buffer(((String) body).getBytes(cs)));
       }
-    } else {
+    } else if (body instanceof byte[]) {
       resp.end(Buffer.buffer((byte[]) body));
+    } else if (json != null) {
+      if (!h.contains(io.vertx.core.http.HttpHeaders.CONTENT_TYPE)) {
+        h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
+      }
+      resp.end(json);
+    } else {
+      throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
     }
   }
 

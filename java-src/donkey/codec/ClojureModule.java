@@ -1,0 +1,472 @@
+package donkey.codec;
+
+import clojure.lang.AFn;
+import clojure.lang.BigInt;
+import clojure.lang.IKVReduce;
+import clojure.lang.IPersistentCollection;
+import clojure.lang.IPersistentMap;
+import clojure.lang.IPersistentVector;
+import clojure.lang.ISeq;
+import clojure.lang.ITransientMap;
+import clojure.lang.Keyword;
+import clojure.lang.LazilyPersistentVector;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentHashMap;
+import clojure.lang.PersistentVector;
+import clojure.lang.RT;
+import clojure.lang.Ratio;
+import clojure.lang.Symbol;
+import clojure.lang.Util;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.JsonTokenId;
+import com.fasterxml.jackson.core.Version;
+import com.fasterxml.jackson.databind.BeanDescription;
+import com.fasterxml.jackson.databind.DeserializationConfig;
+import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JavaType;
+import com.fasterxml.jackson.databind.JsonDeserializer;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.Module;
+import com.fasterxml.jackson.databind.SerializationConfig;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.deser.Deserializers;
+import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
+import com.fasterxml.jackson.databind.jsontype.TypeSerializer;
+import com.fasterxml.jackson.databind.ser.Serializers;
+import com.fasterxml.jackson.databind.ser.std.StdSerializer;
+import com.fasterxml.jackson.databind.type.CollectionLikeType;
+import com.fasterxml.jackson.databind.type.CollectionType;
+import com.fasterxml.jackson.databind.type.MapLikeType;
+import com.fasterxml.jackson.databind.type.MapType;
+import java.io.IOException;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.TemporalAccessor;
+import java.time.temporal.TemporalAmount;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * A Jackson {@link Module} for Clojure data, both ways.
+ *
+ * <p><b>Writing.</b> Keywords are written as their name without the colon ({@code :a/b} as
+ * {@code "a/b"}), symbols and characters as strings; persistent maps (and records) as objects
+ * whose keys are a keyword's name, a string as it is, or anything else's {@code str} (nil as
+ * {@code ""}); vectors, lists, sets, seqs and other Clojure collections as arrays; a
+ * {@link Ratio} as a double; {@link BigInt}, {@link BigInteger} and {@link BigDecimal} exactly;
+ * {@link UUID} as a string; {@link Instant} and the other java.time values (dates, times,
+ * durations, zones) as ISO-8601 strings, a {@link ZonedDateTime} with its offset and without
+ * its zone id. Doubles that JSON cannot represent (NaN, infinities) are written as the strings
+ * {@code "NaN"}, {@code "Infinity"}, {@code "-Infinity"}, as Jackson does. Java maps and
+ * collections nested in Clojure data are written the same way; any other value goes to
+ * Jackson's own serializers (which may fail: an object with no properties is an error, not
+ * {@code {}}).
+ *
+ * <p><b>Reading</b> (the deserializer for {@code Object}, {@link IPersistentMap} and
+ * {@link IPersistentVector}): objects become persistent maps (array maps up to 8 entries, hash
+ * maps beyond; a repeated key keeps its last value), arrays persistent vectors, strings strings,
+ * integers {@link Long} or, when too big, {@link BigInt} (exact), decimals {@link Double} or,
+ * with {@link DeserializationFeature#USE_BIG_DECIMAL_FOR_FLOATS}, {@link BigDecimal} (exact),
+ * and true/false/null Booleans and nil. Keys are strings, or keywords when the reader carries
+ * the attribute {@link #KEYWORD_KEYS} = {@code Boolean.TRUE}:
+ * <pre>{@code mapper.readerFor(Object.class).withAttribute(ClojureModule.KEYWORD_KEYS, true)}</pre>
+ *
+ * <p>Threading: stateless; one instance may be registered with any number of mappers.
+ * {@link Json} uses the same code directly, without the databind layer, on its hot paths.
+ */
+public final class ClojureModule extends Module {
+  /** Reader attribute: {@code Boolean.TRUE} makes object keys keywords. */
+  public static final String KEYWORD_KEYS = "donkey.codec.keyword-keys";
+
+  private static final Version VERSION =
+      new Version(0, 1, 0, "SNAPSHOT", "org.clojars.donkey", "donkey");
+
+  /** Array maps hold at most this many keys and values together, as Clojure's own. */
+  private static final int ARRAY_MAP_SLOTS = 16;
+
+  static final ValueSerializer SERIALIZER = new ValueSerializer();
+  static final KeySerializer KEY_SERIALIZER = new KeySerializer();
+
+  @Override
+  public String getModuleName() {
+    return "donkey.codec.ClojureModule";
+  }
+
+  @Override
+  public Version version() {
+    return VERSION;
+  }
+
+  @Override
+  public Object getTypeId() {
+    return ClojureModule.class.getName();
+  }
+
+  @Override
+  public void setupModule(SetupContext context) {
+    context.addSerializers(new ClojureSerializers());
+    context.addKeySerializers(new ClojureKeySerializers());
+    context.addDeserializers(new ClojureDeserializers());
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // writing
+
+  /** True for the classes this module writes itself (the others go to Jackson). */
+  static boolean handles(Class<?> c) {
+    return IPersistentCollection.class.isAssignableFrom(c) // maps, vectors, sets, lists, seqs
+        || c == Keyword.class || c == Symbol.class || c == Ratio.class || c == BigInt.class
+        || c == UUID.class || c == Character.class || isTime(c);
+  }
+
+  /** java.time dates, times, offsets, zones and amounts, whose toString is ISO-8601. */
+  private static boolean isTime(Class<?> c) {
+    return c.getName().startsWith("java.time.")
+        && (TemporalAccessor.class.isAssignableFrom(c) || TemporalAmount.class.isAssignableFrom(c)
+            || ZoneId.class.isAssignableFrom(c));
+  }
+
+  /** Writes any value: Clojure data directly, everything else through {@code provider}. */
+  static void write(Object v, JsonGenerator g, SerializerProvider provider) throws IOException {
+    if (v == null) {
+      g.writeNull();
+    } else if (v instanceof String) {
+      g.writeString((String) v);
+    } else if (v instanceof Keyword) {
+      g.writeString(((Keyword) v).sym.toString());
+    } else if (v instanceof Long) {
+      g.writeNumber(((Long) v).longValue());
+    } else if (v instanceof IPersistentMap || v instanceof Map) {
+      writeMap(v, g, provider);
+    } else if (v instanceof Double) {
+      g.writeNumber(((Double) v).doubleValue());
+    } else if (v instanceof Boolean) {
+      g.writeBoolean(((Boolean) v).booleanValue());
+    } else if (v instanceof IPersistentCollection || v instanceof java.util.Collection) {
+      g.writeStartArray(v);
+      if (v instanceof Iterable) {
+        for (Object x : (Iterable<?>) v) write(x, g, provider);
+      } else {
+        for (ISeq s = RT.seq(v); s != null; s = s.next()) write(s.first(), g, provider);
+      }
+      g.writeEndArray();
+    } else if (v instanceof Integer || v instanceof Short || v instanceof Byte) {
+      g.writeNumber(((Number) v).intValue());
+    } else if (v instanceof Float) {
+      g.writeNumber(((Float) v).floatValue());
+    } else if (v instanceof BigInt) {
+      BigInt b = (BigInt) v;
+      if (b.bipart == null) {
+        g.writeNumber(b.lpart);
+      } else {
+        g.writeNumber(b.bipart);
+      }
+    } else if (v instanceof BigDecimal) {
+      g.writeNumber((BigDecimal) v);
+    } else if (v instanceof BigInteger) {
+      g.writeNumber((BigInteger) v);
+    } else if (v instanceof Ratio) {
+      g.writeNumber(((Ratio) v).doubleValue());
+    } else if (v instanceof Symbol || v instanceof UUID || v instanceof Instant) {
+      g.writeString(v.toString());
+    } else if (v instanceof ZonedDateTime) {
+      g.writeString(DateTimeFormatter.ISO_OFFSET_DATE_TIME.format((ZonedDateTime) v));
+    } else if (isTime(v.getClass())) {
+      g.writeString(v.toString()); // ISO-8601 for every java.time value
+    } else if (v instanceof Character) {
+      g.writeString(String.valueOf(((Character) v).charValue()));
+    } else {
+      provider.defaultSerializeValue(v, g);
+    }
+  }
+
+  /** The JSON name of a map key: a keyword's name, a string as is, else its {@code str}. */
+  static String key(Object k) {
+    if (k instanceof String) return (String) k;
+    if (k instanceof Keyword) return ((Keyword) k).sym.toString();
+    return k == null ? "" : k.toString();
+  }
+
+  private static void writeMap(Object m, JsonGenerator g, SerializerProvider provider)
+      throws IOException {
+    g.writeStartObject(m);
+    if (m instanceof IKVReduce) {
+      // array, hash and sorted maps: no MapEntry per entry, unlike iterating
+      ((IKVReduce) m).kvreduce(new EntryWriter(g, provider), null);
+    } else if (m instanceof IPersistentMap) {
+      // records (their seq is in field order; their entrySet is a hash set) and other maps
+      for (ISeq s = RT.seq(m); s != null; s = s.next()) {
+        Map.Entry<?, ?> e = (Map.Entry<?, ?>) s.first();
+        g.writeFieldName(key(e.getKey()));
+        write(e.getValue(), g, provider);
+      }
+    } else {
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) m).entrySet()) {
+        g.writeFieldName(key(e.getKey()));
+        write(e.getValue(), g, provider);
+      }
+    }
+    g.writeEndObject();
+  }
+
+  /** The reducing function of {@link #writeMap}; an IOException leaves it unchanged. */
+  private static final class EntryWriter extends AFn {
+    private final JsonGenerator g;
+    private final SerializerProvider provider;
+
+    EntryWriter(JsonGenerator g, SerializerProvider provider) {
+      this.g = g;
+      this.provider = provider;
+    }
+
+    @Override
+    public Object invoke(Object acc, Object k, Object v) {
+      try {
+        g.writeFieldName(key(k));
+        write(v, g, provider);
+      } catch (IOException e) {
+        throw Util.sneakyThrow(e);
+      }
+      return acc;
+    }
+  }
+
+  /** Writes every value {@link #handles} claims. */
+  static final class ValueSerializer extends StdSerializer<Object> {
+    ValueSerializer() {
+      super(Object.class);
+    }
+
+    @Override
+    public void serialize(Object value, JsonGenerator g, SerializerProvider provider)
+        throws IOException {
+      write(value, g, provider);
+    }
+  }
+
+  /** Writes keyword and symbol keys of maps Jackson writes itself (java.util maps). */
+  static final class KeySerializer extends StdSerializer<Object> {
+    KeySerializer() {
+      super(Object.class);
+    }
+
+    @Override
+    public void serialize(Object value, JsonGenerator g, SerializerProvider provider)
+        throws IOException {
+      g.writeFieldName(key(value));
+    }
+  }
+
+  private static final class ClojureSerializers extends Serializers.Base {
+    private static JsonSerializer<?> forType(JavaType type) {
+      return handles(type.getRawClass()) ? SERIALIZER : null;
+    }
+
+    @Override
+    public JsonSerializer<?> findSerializer(SerializationConfig config, JavaType type,
+                                            BeanDescription beanDesc) {
+      return forType(type);
+    }
+
+    @Override
+    public JsonSerializer<?> findCollectionSerializer(
+        SerializationConfig config, CollectionType type, BeanDescription beanDesc,
+        TypeSerializer elementTypeSerializer, JsonSerializer<Object> elementValueSerializer) {
+      return forType(type);
+    }
+
+    @Override
+    public JsonSerializer<?> findCollectionLikeSerializer(
+        SerializationConfig config, CollectionLikeType type, BeanDescription beanDesc,
+        TypeSerializer elementTypeSerializer, JsonSerializer<Object> elementValueSerializer) {
+      return forType(type);
+    }
+
+    @Override
+    public JsonSerializer<?> findMapSerializer(
+        SerializationConfig config, MapType type, BeanDescription beanDesc,
+        JsonSerializer<Object> keySerializer, TypeSerializer elementTypeSerializer,
+        JsonSerializer<Object> elementValueSerializer) {
+      return forType(type);
+    }
+
+    @Override
+    public JsonSerializer<?> findMapLikeSerializer(
+        SerializationConfig config, MapLikeType type, BeanDescription beanDesc,
+        JsonSerializer<Object> keySerializer, TypeSerializer elementTypeSerializer,
+        JsonSerializer<Object> elementValueSerializer) {
+      return forType(type);
+    }
+  }
+
+  private static final class ClojureKeySerializers extends Serializers.Base {
+    @Override
+    public JsonSerializer<?> findSerializer(SerializationConfig config, JavaType type,
+                                            BeanDescription beanDesc) {
+      Class<?> c = type.getRawClass();
+      return c == Keyword.class || c == Symbol.class ? KEY_SERIALIZER : null;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // reading
+
+  /**
+   * Reads one value whose first token {@code t} is the parser's current token, leaving the
+   * parser on the value's last token.
+   */
+  static Object read(JsonParser p, JsonToken t, boolean keywordKeys, boolean bigDecimals)
+      throws IOException {
+    switch (t.id()) {
+      case JsonTokenId.ID_START_OBJECT:
+        return readObject(p, p.nextFieldName(), keywordKeys, bigDecimals);
+      case JsonTokenId.ID_START_ARRAY:
+        return readArray(p, keywordKeys, bigDecimals);
+      case JsonTokenId.ID_STRING:
+        return p.getText();
+      case JsonTokenId.ID_NUMBER_INT:
+        return readInteger(p);
+      case JsonTokenId.ID_NUMBER_FLOAT:
+        return bigDecimals ? p.getDecimalValue() : (Object) p.getDoubleValue();
+      case JsonTokenId.ID_TRUE:
+        return Boolean.TRUE;
+      case JsonTokenId.ID_FALSE:
+        return Boolean.FALSE;
+      case JsonTokenId.ID_NULL:
+        return null;
+      case JsonTokenId.ID_FIELD_NAME:
+        // databind may hand over an object whose START_OBJECT it has consumed
+        return readObject(p, p.currentName(), keywordKeys, bigDecimals);
+      case JsonTokenId.ID_END_OBJECT:
+        return PersistentArrayMap.EMPTY;
+      case JsonTokenId.ID_EMBEDDED_OBJECT:
+        return p.getEmbeddedObject();
+      default:
+        throw new IllegalStateException("unexpected JSON token " + t);
+    }
+  }
+
+  private static Object readInteger(JsonParser p) throws IOException {
+    switch (p.getNumberType()) {
+      case INT:
+      case LONG:
+        return p.getLongValue();
+      default:
+        return BigInt.fromBigInteger(p.getBigIntegerValue());
+    }
+  }
+
+  /** Reads an object's fields from the one named {@code name} (null: none) to its end. */
+  private static Object readObject(JsonParser p, String name, boolean keywordKeys,
+                                   boolean bigDecimals) throws IOException {
+    if (name == null) return PersistentArrayMap.EMPTY;
+    Object[] kvs = new Object[8];
+    int n = 0;
+    ITransientMap big = null;
+    for (; name != null; name = p.nextFieldName()) {
+      Object k = keywordKeys ? Keyword.intern(name) : name;
+      Object v = read(p, p.nextToken(), keywordKeys, bigDecimals);
+      if (big != null) {
+        big = big.assoc(k, v);
+        continue;
+      }
+      int i = indexOfKey(kvs, n, k);
+      if (i >= 0) {
+        kvs[i + 1] = v; // a repeated key: the last value wins
+      } else if (n < ARRAY_MAP_SLOTS) {
+        if (n == kvs.length) kvs = Arrays.copyOf(kvs, ARRAY_MAP_SLOTS);
+        kvs[n++] = k;
+        kvs[n++] = v;
+      } else {
+        big = PersistentHashMap.EMPTY.asTransient();
+        for (int j = 0; j < n; j += 2) big = big.assoc(kvs[j], kvs[j + 1]);
+        big = big.assoc(k, v);
+      }
+    }
+    if (big != null) return big.persistent();
+    return new PersistentArrayMap(n == kvs.length ? kvs : Arrays.copyOf(kvs, n));
+  }
+
+  private static int indexOfKey(Object[] kvs, int n, Object k) {
+    // keywords are interned (equals is identity); parsed names are mostly canonical Strings
+    for (int i = 0; i < n; i += 2) {
+      if (k.equals(kvs[i])) return i;
+    }
+    return -1;
+  }
+
+  private static Object readArray(JsonParser p, boolean keywordKeys, boolean bigDecimals)
+      throws IOException {
+    JsonToken t = p.nextToken();
+    if (t == JsonToken.END_ARRAY) return PersistentVector.EMPTY;
+    Object[] items = new Object[8];
+    int n = 0;
+    do {
+      if (n == items.length) items = Arrays.copyOf(items, n * 2);
+      items[n++] = read(p, t, keywordKeys, bigDecimals);
+    } while ((t = p.nextToken()) != JsonToken.END_ARRAY);
+    // owning: up to 32 items the array becomes the vector's tail as it is
+    return LazilyPersistentVector.createOwning(n == items.length ? items : Arrays.copyOf(items, n));
+  }
+
+  /** The databind deserializer, for {@code Object}, {@link IPersistentMap} and vectors. */
+  static final class ValueDeserializer extends StdDeserializer<Object> {
+    private final int expected; // a JsonTokenId START_ token, or -1 for any value
+
+    ValueDeserializer(Class<?> type, int expected) {
+      super(type);
+      this.expected = expected;
+    }
+
+    @Override
+    public Object deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+      JsonToken t = p.currentToken();
+      if (expected == JsonTokenId.ID_START_OBJECT && t != JsonToken.START_OBJECT
+          && t != JsonToken.FIELD_NAME && t != JsonToken.END_OBJECT) {
+        return ctxt.handleUnexpectedToken(handledType(), p);
+      }
+      if (expected == JsonTokenId.ID_START_ARRAY && t != JsonToken.START_ARRAY) {
+        return ctxt.handleUnexpectedToken(handledType(), p);
+      }
+      return read(p, t, Boolean.TRUE.equals(ctxt.getAttribute(KEYWORD_KEYS)),
+          ctxt.isEnabled(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS));
+    }
+
+    @Override
+    public boolean isCachable() {
+      return true;
+    }
+  }
+
+  private static final class ClojureDeserializers extends Deserializers.Base {
+    private static final ValueDeserializer ANY = new ValueDeserializer(Object.class, -1);
+    private static final ValueDeserializer MAP =
+        new ValueDeserializer(IPersistentMap.class, JsonTokenId.ID_START_OBJECT);
+    private static final ValueDeserializer VECTOR =
+        new ValueDeserializer(IPersistentVector.class, JsonTokenId.ID_START_ARRAY);
+
+    @Override
+    public JsonDeserializer<?> findBeanDeserializer(JavaType type, DeserializationConfig config,
+                                                    BeanDescription beanDesc) {
+      Class<?> c = type.getRawClass();
+      if (c == Object.class) return ANY;
+      if (c == IPersistentMap.class) return MAP;
+      if (c == IPersistentVector.class) return VECTOR;
+      return null;
+    }
+
+    @Override
+    public boolean hasDeserializerFor(DeserializationConfig config, Class<?> valueType) {
+      return valueType == Object.class || valueType == IPersistentMap.class
+          || valueType == IPersistentVector.class;
+    }
+  }
+}

@@ -1,0 +1,280 @@
+package donkey.codec;
+
+import com.fasterxml.jackson.core.ErrorReportConfiguration;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import io.vertx.core.buffer.Buffer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.util.regex.Pattern;
+
+/**
+ * JSON for Clojure data, on Jackson: the kernel's codec, used by the response writer for map and
+ * vector bodies and by {@code donkey.middleware.json}.
+ *
+ * <p><b>Reading</b> ({@code read}, {@code readBody}): one JSON value, with nothing but whitespace
+ * after it, becomes Clojure data as {@link ClojureModule} describes: objects persistent maps
+ * (string keys, or keywords with {@code keywordKeys}; a repeated key keeps its last value),
+ * arrays persistent vectors, integers {@code Long} or exact {@code clojure.lang.BigInt}, decimals
+ * {@code Double} or, with {@code bigDecimals}, exact {@code BigDecimal}. The text is UTF-8 (or
+ * UTF-16/32, detected, for byte input). An InputStream is read but not closed: the caller owns
+ * it.
+ *
+ * <p><b>Bad input</b>: malformed JSON (a bad literal, truncated input, trailing content, an
+ * empty input to {@code read}) and input over Jackson's limits (nesting deeper than 1000,
+ * a number longer than 1000 digits, a string over 20 M characters) raise {@link JsonException},
+ * whose message says what and where without echoing the input. An I/O failure of the stream
+ * itself is an {@link UncheckedIOException}.
+ *
+ * <p><b>Writing</b> ({@code writeBytes}, {@code writeString}, {@code writeBuffer}): UTF-8 JSON,
+ * compact unless asked otherwise. A value that cannot be written (an object Jackson has no
+ * serializer for, a lazy seq that throws while it is realised, nesting deeper than 1000) raises
+ * {@link IllegalArgumentException} with the cause attached; nothing partial is returned.
+ *
+ * <p><b>Threading</b>: every method may be called from any thread at once. The Jackson
+ * {@code JsonFactory}, {@code ObjectMapper} and {@code ObjectWriter}s are built once and shared;
+ * they are immutable after construction (Jackson's buffers are recycled per thread).
+ */
+public final class Json {
+  /** The Content-Type the kernel and the middleware give JSON they write. */
+  public static final String CONTENT_TYPE = "application/json; charset=utf-8";
+
+  private static final JsonFactory FACTORY = newFactory();
+
+  private static final ObjectMapper MAPPER = newMapper(FACTORY);
+  private static final ObjectWriter WRITER = MAPPER.writer();
+  private static final ObjectWriter PRETTY = WRITER.withDefaultPrettyPrinter();
+  private static final ObjectWriter ASCII = WRITER.with(JsonWriteFeature.ESCAPE_NON_ASCII);
+  private static final ObjectWriter PRETTY_ASCII = PRETTY.with(JsonWriteFeature.ESCAPE_NON_ASCII);
+
+  /** Jackson's "[Source: ...; line: L, column: C]" inside messages (a start marker's). */
+  private static final Pattern SOURCE =
+      Pattern.compile("\\[Source: [^;\\]]*; line: (-?\\d+), column: (-?\\d+)\\]");
+  private static final int MAX_MESSAGE = 200;
+
+  private Json() {}
+
+  /**
+   * A new ObjectMapper with {@link ClojureModule} registered and donkey's settings (dates as
+   * ISO-8601 strings). For code that wants databind features; each call returns a fresh
+   * mapper, so configuring it changes nothing here.
+   */
+  public static ObjectMapper newMapper() {
+    return newMapper(newFactory());
+  }
+
+  private static JsonFactory newFactory() {
+    return JsonFactory.builder()
+        // the caller owns the stream; we only read one value from it
+        .disable(StreamReadFeature.AUTO_CLOSE_SOURCE)
+        .enable(StreamReadFeature.USE_FAST_DOUBLE_PARSER)
+        .enable(StreamReadFeature.USE_FAST_BIG_NUMBER_PARSER)
+        // characters outside the BMP as 4-byte UTF-8, not as two escaped surrogates
+        .enable(JsonWriteFeature.COMBINE_UNICODE_SURROGATES_IN_UTF8)
+        // error messages quote at most this much of a bad token, and never the raw input
+        .errorReportConfiguration(ErrorReportConfiguration.builder()
+            .maxErrorTokenLength(32).maxRawContentLength(0).build())
+        .build();
+  }
+
+  private static ObjectMapper newMapper(JsonFactory factory) {
+    return JsonMapper.builder(factory)
+        .addModule(new ClojureModule())
+        .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
+        .build();
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // reading
+
+  /**
+   * Reads one JSON value from {@code in}. An empty input is an error.
+   *
+   * @param keywordKeys object keys as keywords (else strings)
+   * @param bigDecimals decimals as exact BigDecimal (else Double)
+   * @throws JsonException when the input is not exactly one JSON value
+   */
+  public static Object read(InputStream in, boolean keywordKeys, boolean bigDecimals) {
+    return read(null, in, keywordKeys, bigDecimals, false);
+  }
+
+  /** As {@link #read(InputStream, boolean, boolean)}, from a String. */
+  public static Object read(String s, boolean keywordKeys, boolean bigDecimals) {
+    return read(s, null, keywordKeys, bigDecimals, false);
+  }
+
+  /**
+   * As {@link #read(InputStream, boolean, boolean)}, for a request body: an empty or
+   * whitespace-only input is an absent body and gives null rather than an error.
+   */
+  public static Object readBody(InputStream in, boolean keywordKeys, boolean bigDecimals) {
+    return read(null, in, keywordKeys, bigDecimals, true);
+  }
+
+  /** As {@link #readBody(InputStream, boolean, boolean)}, from a String. */
+  public static Object readBody(String s, boolean keywordKeys, boolean bigDecimals) {
+    return read(s, null, keywordKeys, bigDecimals, true);
+  }
+
+  private static Object read(String s, InputStream in, boolean keywordKeys, boolean bigDecimals,
+                             boolean emptyIsNull) {
+    JsonParser p = null;
+    try {
+      p = s != null ? FACTORY.createParser(s) : FACTORY.createParser(in);
+      JsonToken t = p.nextToken();
+      if (t == null) {
+        if (emptyIsNull) return null;
+        throw error("no JSON value in the input", p.currentLocation(), null);
+      }
+      Object v = ClojureModule.read(p, t, keywordKeys, bigDecimals);
+      if (p.nextToken() != null) {
+        throw error("unexpected content after the JSON value", p.currentTokenLocation(), null);
+      }
+      return v;
+    } catch (JsonProcessingException e) {
+      JsonLocation loc = e.getLocation();
+      if (loc == null && p != null) loc = p.currentLocation();
+      throw error(clean(e.getOriginalMessage()), loc, e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } finally {
+      if (p != null) {
+        try {
+          p.close();
+        } catch (IOException ignored) {
+          // the source is not closed (AUTO_CLOSE_SOURCE is off); nothing to release here
+        }
+      }
+    }
+  }
+
+  private static JsonException error(String what, JsonLocation loc, Throwable cause) {
+    int line = loc == null ? -1 : loc.getLineNr();
+    int column = loc == null ? -1 : loc.getColumnNr();
+    return new JsonException(what, line, line > 0 ? column : -1, cause);
+  }
+
+  /** Jackson's message, one line, without its source descriptions, at most 200 chars. */
+  private static String clean(String m) {
+    if (m == null || m.isEmpty()) return "malformed JSON";
+    m = SOURCE.matcher(m).replaceAll("line $1, column $2");
+    m = m.replace('\n', ' ').replace('\r', ' ');
+    return m.length() > MAX_MESSAGE ? m.substring(0, MAX_MESSAGE) + "..." : m;
+  }
+
+  /**
+   * True when a Content-Type value names JSON: {@code application/json} or any
+   * {@code application/*+json}, in any case, with any parameters.
+   */
+  public static boolean isJsonContentType(String contentType) {
+    if (contentType == null) return false;
+    int start = 0;
+    int end = contentType.indexOf(';');
+    if (end < 0) end = contentType.length();
+    while (start < end && contentType.charAt(start) <= ' ') start++;
+    while (end > start && contentType.charAt(end - 1) <= ' ') end--;
+    if (!contentType.regionMatches(true, start, "application/", 0, 12)) return false;
+    int sub = start + 12;
+    int len = end - sub;
+    if (len == 4) return contentType.regionMatches(true, sub, "json", 0, 4);
+    return len > 5 && contentType.regionMatches(true, end - 5, "+json", 0, 5);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // writing
+
+  /**
+   * Writes {@code value} as compact UTF-8 JSON.
+   *
+   * @throws IllegalArgumentException when it cannot be written
+   */
+  public static byte[] writeBytes(Object value) {
+    try {
+      return WRITER.writeValueAsBytes(value);
+    } catch (JsonProcessingException e) {
+      throw unwritable(value, e);
+    }
+  }
+
+  /** Writes {@code value} as compact JSON text. */
+  public static String writeString(Object value) {
+    return writeString(value, false, false);
+  }
+
+  /**
+   * Writes {@code value} as JSON text.
+   *
+   * @param pretty indented, one entry per line (Jackson's default pretty printer)
+   * @param escapeNonAscii every character above 127 as a {@code \\uXXXX} escape
+   * @throws IllegalArgumentException when it cannot be written
+   */
+  public static String writeString(Object value, boolean pretty, boolean escapeNonAscii) {
+    ObjectWriter w = pretty ? (escapeNonAscii ? PRETTY_ASCII : PRETTY)
+        : (escapeNonAscii ? ASCII : WRITER);
+    try {
+      return w.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw unwritable(value, e);
+    }
+  }
+
+  /**
+   * Writes {@code value} as compact UTF-8 JSON straight into a Vert.x buffer: Jackson's
+   * recycled chunk is copied into the buffer, with no intermediate byte[] of the whole; a
+   * document smaller than one chunk (8000 bytes) gets a buffer of exactly its size.
+   *
+   * @throws IllegalArgumentException when it cannot be written
+   */
+  public static Buffer writeBuffer(Object value) {
+    BufferOutput out = new BufferOutput();
+    try {
+      WRITER.writeValue(out, value);
+    } catch (JsonProcessingException e) {
+      throw unwritable(value, e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e); // not thrown by BufferOutput
+    }
+    return out.result();
+  }
+
+  private static IllegalArgumentException unwritable(Object value, JsonProcessingException e) {
+    return new IllegalArgumentException("cannot write "
+        + (value == null ? "nil" : "a " + value.getClass().getName())
+        + " as JSON: " + clean(e.getOriginalMessage()), e);
+  }
+
+  /** An OutputStream that appends to a Vert.x buffer sized by the first write. */
+  private static final class BufferOutput extends OutputStream {
+    private Buffer buf;
+
+    @Override
+    public void write(int b) {
+      buffer(16).appendByte((byte) b);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      buffer(len).appendBytes(b, off, len);
+    }
+
+    private Buffer buffer(int first) {
+      if (buf == null) buf = Buffer.buffer(Math.max(first, 16));
+      return buf;
+    }
+
+    Buffer result() {
+      return buf == null ? Buffer.buffer(0) : buf;
+    }
+  }
+}

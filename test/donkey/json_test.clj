@@ -1,0 +1,548 @@
+(ns donkey.json-test
+  "JSON: the kernel codec (donkey.codec.Json / ClojureModule), map and vector response bodies
+  written by the kernel, and donkey.middleware.json on real servers."
+  (:require [clojure.string :as str]
+            [clojure.walk :as walk]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.middleware.json :as mj :refer [wrap-json-body wrap-json-params wrap-json-response]]
+            [donkey.test-util :as u :refer [with-server GET request raw header]]
+            [ring.middleware.params :refer [wrap-params]])
+  (:import (clojure.lang BigInt IPersistentMap PersistentArrayMap PersistentHashMap PersistentVector)
+           (com.fasterxml.jackson.databind ObjectMapper)
+           (donkey.codec ClojureModule Json JsonException)
+           (io.vertx.core.buffer Buffer)
+           (java.io ByteArrayInputStream)
+           (java.nio.charset StandardCharsets)
+           (java.time Instant)
+           (java.util ArrayList HashMap UUID)))
+
+(set! *warn-on-reflection* true)
+
+(defn- write ^String [x] (Json/writeString x))
+(defn- read-kw [^String s] (Json/read s true false))
+(defn- read-str [^String s] (Json/read s false false))
+(defn- utf8 ^bytes [^String s] (.getBytes s StandardCharsets/UTF_8))
+
+(defn- malformed
+  "The JsonException `(Json/read s)` throws, as {:message :line :column}, or ::parsed."
+  [^String s]
+  (try (Json/read s false false) ::parsed
+       (catch JsonException e {:message (.getMessage e) :line (.line e) :column (.column e)})))
+
+(defrecord Point [x y])
+
+;; ------------------------------------------------------------------------------------------
+;; the codec: writing
+
+(deftest write-scalars
+  (is (= "null" (write nil)))
+  (is (= "true" (write true)))
+  (is (= "false" (write false)))
+  (is (= "42" (write 42)))
+  (is (= "-7" (write (int -7))))
+  (is (= "1.5" (write 1.5)))
+  (is (= "2.5" (write (float 2.5))))
+  (is (= "\"a\"" (write :a)) "keyword: its name, no colon")
+  (is (= "\"user/a\"" (write :user/a)) "namespaced keyword: ns/name")
+  (is (= "\"sym\"" (write 'sym)))
+  (is (= "\"my.ns/sym\"" (write 'my.ns/sym)))
+  (is (= "\"c\"" (write \c)) "character: a one-char string")
+  (is (= "0.75" (write 3/4)) "ratio: a double")
+  (is (= "0.3333333333333333" (write 1/3)))
+  (is (= "123456789012345678901234567890" (write 123456789012345678901234567890N)) "BigInt exact")
+  (is (= "7" (write 7N)) "a small BigInt")
+  (is (= "98765432109876543210987654321" (write (BigInteger. "98765432109876543210987654321"))))
+  (is (= "3.14159265358979323846264338327950288" (write 3.14159265358979323846264338327950288M))
+      "BigDecimal exact")
+  (is (= "\"6f1b2c3d-0000-4000-8000-00000000000a\""
+         (write (UUID/fromString "6f1b2c3d-0000-4000-8000-00000000000a"))))
+  (is (= "\"2024-02-29T12:34:56.789Z\"" (write (Instant/parse "2024-02-29T12:34:56.789Z")))
+      "Instant: ISO-8601")
+  (testing "other java.time values: ISO-8601 strings"
+    (is (= "[\"2024-01-02\",\"2024-01-02T03:04:05\",\"03:04\",\"PT1H30M\",\"P1Y2M\",\"Europe/Paris\"]"
+           (write [(java.time.LocalDate/of 2024 1 2) (java.time.LocalDateTime/of 2024 1 2 3 4 5)
+                   (java.time.LocalTime/of 3 4) (java.time.Duration/ofMinutes 90)
+                   (java.time.Period/of 1 2 0) (java.time.ZoneId/of "Europe/Paris")])))
+    (is (= "\"2024-07-02T03:04:05+02:00\""
+           (write (java.time.ZonedDateTime/of 2024 7 2 3 4 5 0 (java.time.ZoneId/of "Europe/Paris"))))
+        "a zoned date-time with its offset, without the zone id")
+    (is (= "\"2024-01-02T03:04:05Z\"" (write (java.time.OffsetDateTime/of 2024 1 2 3 4 5 0 java.time.ZoneOffset/UTC)))))
+  (is (= "[\"NaN\",\"Infinity\",\"-Infinity\"]" (write [##NaN ##Inf ##-Inf]))
+      "doubles JSON cannot represent, as Jackson writes them")
+  (is (= "\"q\\\"b\\\\n\\nt\\tc\\u0001 été € 😀\""
+         (write "q\"b\\n\nt\tc\u0001 été € 😀"))
+      "strings: JSON escapes for quote, backslash and controls; non-ASCII kept as UTF-8"))
+
+(deftest write-collections
+  (is (= "{\"a\":1}" (write {:a 1})))
+  (is (= "{}" (write {})))
+  (is (= "[]" (write [])))
+  (is (= "[1,\"two\",\"three\",null,[4]]" (write [1 "two" :three nil [4]])))
+  (is (= "[1,2,3]" (write '(1 2 3))) "list")
+  (is (= "[1,2,3]" (write (sorted-set 3 1 2))) "set")
+  (is (= "[\"x\"]" (write #{:x})))
+  (is (= "[1,2,3]" (write (map inc (range 3)))) "lazy seq")
+  (is (= "[0,1,2]" (write (range 3))))
+  (is (= "[1,2]" (write (seq [1 2]))))
+  (is (= "[]" (write ())))
+  (is (= "{\"x\":1,\"y\":2}" (write (->Point 1 2))) "a record is a map")
+  (testing "map keys: keyword name, ns/name, string as is, anything else its str"
+    (is (= "{\"k\":1}" (write {:k 1})))
+    (is (= "{\"ns/k\":1}" (write {:ns/k 1})))
+    (is (= "{\"a b\":1}" (write {"a b" 1})))
+    (is (= "{\"42\":1}" (write {42 1})))
+    (is (= "{\"sym\":1}" (write {'sym 1})))
+    (is (= "{\"1.5\":1}" (write {1.5 1})))
+    (is (= "{\"\":1}" (write {nil 1})) "nil: (str nil)")
+    (is (= "{\"[1 2]\":1}" (write {[1 2] 1}))))
+  (testing "maps over 8 entries (hash maps) keep every entry"
+    (let [m (into {} (map (fn [i] [(keyword (str "k" i)) i])) (range 50))]
+      (is (instance? PersistentHashMap m))
+      (is (= (into {} (map (fn [i] [(str "k" i) i])) (range 50)) (read-str (write m))))))
+  (testing "Java maps and collections, nested or at the top"
+    (is (= "{\"k\":[\"a\",1]}" (write (doto (HashMap.) (.put :k (ArrayList. [:a 1]))))))
+    (is (= "[{\"k\":\"v\"}]" (write [(doto (HashMap.) (.put :k :v))]))))
+  (testing "nested data"
+    (is (= "{\"users\":[{\"id\":1,\"tags\":[\"a\",\"b\"],\"meta\":{\"ok\":true,\"score\":0.5}}],\"n\":null}"
+           (write (array-map :users [(array-map :id 1 :tags [:a "b"] :meta (array-map :ok true :score 1/2))]
+                             :n nil)))))
+  (testing "a vector of 1000 elements (a tree, not just a tail)"
+    (is (= (str "[" (str/join "," (range 1000)) "]") (write (vec (range 1000)))))))
+
+(deftest write-bytes-buffer-string-agree
+  (doseq [x [{:a "été" :b [1 2 3]} [] (vec (range 5000)) (zipmap (map str (range 2000)) (repeat "x€"))]]
+    (let [s (write x)
+          bs (Json/writeBytes x)
+          ^Buffer buf (Json/writeBuffer x)]
+      (is (= s (String. ^bytes bs StandardCharsets/UTF_8)))
+      (is (= (alength bs) (.length buf)) "the buffer holds exactly the document")
+      (is (= s (.toString buf "UTF-8")))))
+  (is (> (alength (Json/writeBytes (vec (range 5000)))) 8000) "one test doc spans several Jackson chunks"))
+
+(deftest write-options
+  (is (= "{\n  \"a\" : [ 1, 2 ]\n}" (Json/writeString {:a [1 2]} true false)) "pretty")
+  (is (= "{\"\\u00E9\":\"\\u20AC\\uD83D\\uDE00\"}" (Json/writeString {"é" "€😀"} false true))
+      "escape non-ASCII")
+  (is (= "{\"é\":\"€\"}" (Json/writeString {"é" "€"} false false))))
+
+(deftest write-failures-are-illegal-argument
+  (let [e (try (write {:a (Object.)}) nil (catch IllegalArgumentException e e))]
+    (is (some? e) "an object Jackson cannot write")
+    (is (str/includes? (.getMessage ^Exception e) "cannot write")))
+  (let [e (try (Json/writeBuffer [(map #(/ 1 %) [1 0])]) nil (catch IllegalArgumentException e e))]
+    (is (some? e) "a lazy seq that throws while it is realised")
+    (is (str/includes? (.getMessage ^Exception e) "Divide by zero")))
+  (is (thrown? IllegalArgumentException
+               (write (reduce (fn [acc _] [acc]) [] (range 2000))))
+      "nesting deeper than Jackson's limit"))
+
+;; ------------------------------------------------------------------------------------------
+;; the codec: reading
+
+(deftest read-values
+  (is (= {"a" 1} (read-str "{\"a\":1}")))
+  (is (= {:a 1} (read-kw "{\"a\":1}")))
+  (is (= {:ns/k 1} (read-kw "{\"ns/k\":1}")) "a/b keys become namespaced keywords")
+  (is (= [1 "x" true false nil] (read-str "[1,\"x\",true,false,null]")))
+  (is (nil? (read-str "null")))
+  (is (= "top" (read-str "\"top\"")))
+  (is (= {} (read-str "{}")))
+  (is (= [] (read-str "[]")))
+  (is (instance? PersistentVector (read-str "[1,2]")))
+  (is (instance? IPersistentMap (read-str "{\"a\":[]}")))
+  (testing "integers: Long, and exact BigInt when too big"
+    (is (instance? Long (read-str "1")))
+    (is (= Long/MAX_VALUE (read-str "9223372036854775807")))
+    (is (= Long/MIN_VALUE (read-str "-9223372036854775808")))
+    (let [big (read-str "9223372036854775808")]
+      (is (instance? BigInt big))
+      (is (= 9223372036854775808N big)))
+    (is (= 123456789012345678901234567890123456789N
+           (read-str "123456789012345678901234567890123456789"))))
+  (testing "decimals: Double by default, exact BigDecimal when asked"
+    (is (= 1.5 (read-str "1.5")))
+    (is (instance? Double (read-str "1e3")))
+    (is (= 1.1 (read-str "1.10000000000000000000001")) "rounded to a double")
+    (let [d (Json/read "1.10000000000000000000001" false true)]
+      (is (instance? BigDecimal d))
+      (is (= 1.10000000000000000000001M d)))
+    (is (= [1 2.5M] (Json/read "[1,2.5]" false true)) "integers stay Long with bigdecimals"))
+  (testing "unicode"
+    (is (= "été € 😀" (read-str "\"été € 😀\"")))
+    (is (= "é😀\n\"" (read-str "\"\\u00e9\\ud83d\\ude00\\n\\\"\"")) "escapes, a surrogate pair")
+    (is (= {"clé" "valeur"} (Json/read (ByteArrayInputStream. (utf8 "{\"clé\":\"valeur\"}")) false false))
+        "from UTF-8 bytes")
+    (is (= {:клю "ч"} (read-kw "{\"клю\":\"ч\"}"))))
+  (testing "nested"
+    (is (= {:a [{:b {:c [1 [2 [3]]]}} {}] :d {:e nil}}
+           (read-kw "{\"a\":[{\"b\":{\"c\":[1,[2,[3]]]}},{}],\"d\":{\"e\":null}}")))))
+
+(deftest read-maps-and-vectors-are-real-clojure-collections
+  (testing "small maps are array maps, larger ones hash maps; both complete"
+    (let [json (fn [n] (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range n))) "}"))]
+      (is (instance? PersistentArrayMap (read-str (json 8))))
+      (is (instance? PersistentHashMap (read-str (json 9))))
+      (doseq [n [1 7 8 9 16 17 100]]
+        (is (= (into {} (map (fn [i] [(str "k" i) i])) (range n)) (read-str (json n))))
+        (is (= (into {} (map (fn [i] [(keyword (str "k" i)) i])) (range n))
+               (read-kw (json n)))))))
+  (testing "a repeated key keeps its last value, small map or large"
+    (is (= {"a" 3 "b" 2} (read-str "{\"a\":1,\"b\":2,\"a\":3}")))
+    (is (= 2 (count (read-str "{\"a\":1,\"b\":2,\"a\":3}"))))
+    (let [m (read-str (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range 8))) ",\"k0\":99}"))]
+      (is (= 8 (count m)) "a full array map and a repeated key")
+      (is (instance? PersistentArrayMap m))
+      (is (= 99 (get m "k0"))))
+    (let [m (read-str (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range 12))) ",\"k0\":99}"))]
+      (is (= 12 (count m)))
+      (is (= 99 (get m "k0")))))
+  (testing "vectors of every size behave (the tail is adopted up to 32)"
+    (doseq [n [1 8 9 31 32 33 100 1057]]
+      (let [v (read-str (str "[" (str/join "," (range n)) "]"))]
+        (is (= (vec (range n)) v))
+        (is (= n (count v)))
+        (is (= (conj (vec (range n)) :x) (conj v :x)))
+        (is (= (dec n) (peek v))))))
+  (is (= {:a 1 :b 2} (assoc (read-kw "{\"a\":1}") :b 2)))
+  (is (= (hash {"a" [1 2]}) (hash (read-str "{\"a\":[1,2]}")))))
+
+(deftest round-trips
+  (let [data {:id 42
+              :name "Zoë ☃"
+              :tags ["a" "b"]
+              :nested {:deep [{:x 1.25} {:y nil} [] {}]}
+              :flag false
+              :huge 1234567890123456789012345678901234567890N
+              :neg -5}]
+    (is (= data (read-kw (write data))) "keyword keys")
+    (is (= (walk/stringify-keys data) (read-str (write data))) "string keys"))
+  (let [exact {:price 19.990000000000000000001M :n [0.1M 1E+3M]}]
+    (is (= exact (Json/read (write exact) true true)) "BigDecimal kept exact both ways"))
+  (is (= {:a "x/y" :b "s"} (read-kw (write {:a :x/y :b 's}))) "keywords and symbols come back as strings"))
+
+(deftest malformed-input
+  (testing "truncated"
+    (let [{:keys [message line column]} (malformed "{\"a\": [1, 2")]
+      (is (str/includes? message "end-of-input"))
+      (is (= 1 line))
+      (is (= 12 column))
+      (is (str/ends-with? message "at line 1, column 12"))))
+  (testing "trailing garbage"
+    (is (str/includes? (:message (malformed "{\"a\":1} x")) "Unrecognized token 'x'"))
+    (is (= {:message "unexpected content after the JSON value at line 1, column 9" :line 1 :column 9}
+           (malformed "{\"a\":1} {}")))
+    (is (= "unexpected content after the JSON value at line 2, column 1" (:message (malformed "1\n2")))))
+  (testing "bad literal, with its position"
+    (let [{:keys [message line column]} (malformed "{\n  \"a\": tru\n}")]
+      (is (str/includes? message "Unrecognized token 'tru'"))
+      (is (= [2 8] [line column]))))
+  (testing "other shapes"
+    (is (str/includes? (:message (malformed "[1,]")) "Unexpected character (']'"))
+    (is (str/includes? (:message (malformed "{\"a\" 1}")) "colon"))
+    (is (str/includes? (:message (malformed "{a:1}")) "double-quote"))
+    (is (str/includes? (:message (malformed "'x'")) "Unexpected character"))
+    (is (str/includes? (:message (malformed "[NaN]")) "Non-standard token 'NaN'")))
+  (testing "empty input: an error for read, nil for readBody"
+    (is (= "no JSON value in the input at line 1, column 1" (:message (malformed ""))))
+    (is (str/starts-with? (:message (malformed "  \n ")) "no JSON value"))
+    (is (nil? (Json/readBody "" false false)))
+    (is (nil? (Json/readBody (ByteArrayInputStream. (utf8 " \r\n\t")) false false)))
+    (is (= {"a" 1} (Json/readBody "{\"a\":1}" false false))))
+  (testing "huge bad input is not echoed back"
+    (let [junk (apply str (repeat 100000 "x"))
+          {:keys [message]} (malformed (str "[" junk "]"))]
+      (is (< (count message) 300) message)
+      (is (str/includes? message "Unrecognized token")))
+    (let [{:keys [message]} (malformed (str "\"" (apply str (repeat 100000 "y"))))]
+      (is (< (count message) 300) message)))
+  (testing "over Jackson's limits"
+    (is (str/includes? (:message (malformed (apply str (repeat 5000 "[")))) "nesting depth"))
+    (is (str/includes? (:message (malformed (apply str (repeat 2000 "9")))) "Number value length")))
+  (testing "the stream is not closed by the reader"
+    (let [closed (atom false)
+          in (proxy [ByteArrayInputStream] [(utf8 "[1]")]
+               (close [] (reset! closed true)))]
+      (is (= [1] (Json/read ^java.io.InputStream in false false)))
+      (is (false? @closed)))))
+
+(deftest json-content-types
+  (doseq [ct ["application/json" "application/json; charset=utf-8" "APPLICATION/JSON"
+              " application/json ;charset=UTF-8" "application/vnd.api+json"
+              "application/problem+json; x=y" "application/merge-patch+json"]]
+    (is (Json/isJsonContentType ct) ct))
+  (doseq [ct [nil "" "text/json" "application/jsonp" "application/json-seq" "application/+json"
+              "text/plain" "application/x-www-form-urlencoded" "multipart/form-data; a=application/json"]]
+    (is (not (Json/isJsonContentType ct)) (pr-str ct))))
+
+(deftest module-on-a-mapper
+  (let [^ObjectMapper m (Json/newMapper)]
+    (is (= {"a" [1 {"b" 2.5}]} (.readValue m "{\"a\":[1,{\"b\":2.5}]}" Object)))
+    (is (= {:a [1]} (-> m (.readerFor Object) (.withAttribute ClojureModule/KEYWORD_KEYS true)
+                        (.readValue "{\"a\":[1]}"))))
+    (is (= {"x" 1.5M} (-> m (.readerFor Object)
+                           (.with com.fasterxml.jackson.databind.DeserializationFeature/USE_BIG_DECIMAL_FOR_FLOATS)
+                           (.readValue "{\"x\":1.5}"))))
+    (is (= {"a" 1} (.readValue m "{\"a\":1}" IPersistentMap)))
+    (is (= [1] (.readValue m "[1]" clojure.lang.IPersistentVector)))
+    (is (thrown? com.fasterxml.jackson.databind.JsonMappingException
+                 (.readValue m "[1]" IPersistentMap)))
+    (is (= "{\"a\":\"b/c\",\"d\":[0.5]}" (.writeValueAsString m {:a :b/c :d [1/2]})))
+    (is (= "{\"k\":1}" (.writeValueAsString m (doto (HashMap.) (.put :k 1)))) "keyword keys of Java maps")
+    (is (= "\"2024-01-02\"" (.writeValueAsString m (java.time.LocalDate/of 2024 1 2))) "java.time at the top")
+    (is (= {"a" {"b" [1]}} (into {} (.readValue m "{\"a\":{\"b\":[1]}}" java.util.HashMap)))
+        "Clojure data inside Jackson's own containers")
+    (is (= "\"1970-01-01T00:00:00.000+00:00\"" (.writeValueAsString m (java.util.Date. 0)))
+        "java.util.Date: ISO-8601 (Jackson's own, timestamps off)")))
+
+;; ------------------------------------------------------------------------------------------
+;; the kernel: map and vector bodies
+
+(defn- const [resp] (fn [_] resp))
+
+(deftest kernel-writes-map-bodies-as-json
+  (with-server (const {:status 200 :body {:message "Hello, World!"}}) {}
+    (let [r (GET "/" {:as :bytes})
+          body (String. ^bytes (:body r) StandardCharsets/UTF_8)]
+      (is (= 200 (:status r)))
+      (is (= "{\"message\":\"Hello, World!\"}" body))
+      (is (= "application/json; charset=utf-8" (header r "content-type")))
+      (is (= (str (alength ^bytes (:body r))) (header r "content-length")) "exact Content-Length")
+      (is (nil? (header r "transfer-encoding")))))
+  (testing "non-ASCII: Content-Length counts UTF-8 bytes"
+    (with-server (const {:body {:name "Zoë ☃ 😀"}}) {}
+      (let [r (GET "/" {:as :bytes})]
+        (is (= "{\"name\":\"Zoë ☃ 😀\"}" (String. ^bytes (:body r) StandardCharsets/UTF_8)))
+        (is (= (str (alength (utf8 "{\"name\":\"Zoë ☃ 😀\"}"))) (header r "content-length"))))))
+  (testing "a large body (several Jackson chunks) arrives whole"
+    (let [data {:items (vec (for [i (range 20000)] {:i i :s (str "item-" i)}))}]
+      (with-server (const {:body data}) {}
+        (let [r (GET "/" {:as :bytes})]
+          (is (= (str (alength ^bytes (:body r))) (header r "content-length")))
+          (is (= data (Json/read (ByteArrayInputStream. ^bytes (:body r)) true false))))))))
+
+(deftest kernel-writes-vector-bodies-as-json
+  (with-server (const {:status 201 :body [1 "two" {:three 3} nil]}) {}
+    (let [r (GET "/")]
+      (is (= 201 (:status r)))
+      (is (= "[1,\"two\",{\"three\":3},null]" (:body r)))
+      (is (= "application/json; charset=utf-8" (header r "content-type")))
+      (is (= "26" (header r "content-length")))))
+  (with-server (const {:body []}) {}
+    (is (= "[]" (:body (GET "/"))))))
+
+(deftest kernel-json-records
+  (with-server (const {:body (->Point 1 2)}) {}
+    (let [r (GET "/")]
+      (is (= "{\"x\":1,\"y\":2}" (:body r)) "a record body is a map, in field order")
+      (is (= "application/json; charset=utf-8" (header r "content-type"))))))
+
+(deftest kernel-json-keeps-the-handlers-content-type
+  (with-server (const {:status 200 :headers {"Content-Type" "application/vnd.api+json"}
+                       :body {:data []}}) {}
+    (let [r (GET "/")]
+      (is (= "{\"data\":[]}" (:body r)))
+      (is (= ["application/vnd.api+json"] (get-in r [:headers "content-type"])) "not replaced")))
+  (with-server (const {:status 200 :headers {"content-length" "999"} :body {:a 1}}) {}
+    (let [r (GET "/")]
+      (is (= "7" (header r "content-length")) "the handler's Content-Length is corrected")
+      (is (= "{\"a\":1}" (:body r))))))
+
+(deftest kernel-json-seqs-stay-streamed
+  (with-server (const {:status 200 :body (list "a" "b")}) {}
+    (is (= "ab" (:body (GET "/"))) "an ISeq body is Ring's seq of strings, not JSON")))
+
+(deftest kernel-json-head-and-async
+  (with-server (const {:body {:a 1}}) {}
+    (let [resp (raw "HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+          [head1 rest1] (str/split resp #"\r\n\r\n" 2)]
+      (is (str/starts-with? rest1 "HTTP/1.1 200") "HEAD sent no body")
+      (is (str/ends-with? rest1 "{\"a\":1}"))))
+  (with-server (fn [_ respond _] (future (respond {:body {:async true}}))) {:async? true}
+    (let [r (GET "/")]
+      (is (= "{\"async\":true}" (:body r)))
+      (is (= "application/json; charset=utf-8" (header r "content-type"))))))
+
+(deftest kernel-json-failure-is-a-500-before-anything-is-sent
+  (with-server (fn [req] (if (= "/bad" (:uri req))
+                           {:status 200 :headers {"X-Mine" "1"} :body {:a (Object.)}}
+                           {:status 200 :body {:ok true}})) {}
+    (let [r (GET "/bad")]
+      (is (= 500 (:status r)))
+      (is (= "Internal Server Error" (:body r)))
+      (is (nil? (header r "x-mine")) "none of the failed response's head was sent"))
+    (let [r (GET "/ok")]
+      (is (= 200 (:status r)) "the server keeps serving")
+      (is (= "{\"ok\":true}" (:body r)))))
+  (testing "(Object.) as a body is still an unknown body type"
+    (with-server (const {:status 200 :body (Object.)}) {}
+      (is (= 500 (:status (GET "/")))))))
+
+;; ------------------------------------------------------------------------------------------
+;; middleware on real servers
+
+(defn- post-json [path body & [headers]]
+  (request :post path {:headers (merge {"Content-Type" "application/json"} headers) :body body}))
+
+(deftest wrap-json-body-on-a-server
+  (let [seen (atom nil)
+        h (wrap-json-body (fn [req]
+                            (reset! seen (:body req))
+                            {:status 200 :body {:got (when-not (instance? java.io.InputStream (:body req))
+                                                       (:body req))}})
+                          {:keywords? true})]
+    (with-server h {}
+      (let [r (post-json "/" "{\"user\":{\"name\":\"Zoë\",\"ids\":[1,2,3]},\"n\":12345678901234567890}")]
+        (is (= 200 (:status r)))
+        (is (= {:user {:name "Zoë" :ids [1 2 3]} :n 12345678901234567890N} @seen))
+        (is (= "{\"got\":{\"user\":{\"name\":\"Zoë\",\"ids\":[1,2,3]},\"n\":12345678901234567890}}"
+               (:body r))))
+      (testing "application/*+json with parameters counts"
+        (post-json "/" "[1,2]" {"Content-Type" "application/vnd.api+json; charset=utf-8"})
+        (is (= [1 2] @seen)))
+      (testing "other content types pass through untouched"
+        (request :post "/" {:headers {"Content-Type" "text/plain"} :body "{\"a\":1}"})
+        (is (instance? java.io.InputStream @seen)))
+      (testing "an empty JSON body is nil"
+        (is (= 200 (:status (post-json "/" ""))))
+        (is (nil? @seen)))))
+  (testing "string keys and BigDecimals by option"
+    (let [seen (atom nil)]
+      (with-server (wrap-json-body (fn [req] (reset! seen (:body req)) {:status 204})
+                                   {:bigdecimals? true}) {}
+        (post-json "/" "{\"price\":19.99}")
+        (is (= {"price" 19.99M} @seen))
+        (is (instance? BigDecimal (get @seen "price")))))))
+
+(deftest malformed-json-is-a-400-and-the-server-keeps-serving
+  (let [calls (atom 0)
+        h (wrap-json-body (fn [req] (swap! calls inc) {:status 200 :body {:ok (:body req)}}))]
+    (with-server h {}
+      (let [r (post-json "/" "{\"a\": tru}")]
+        (is (= 400 (:status r)))
+        (is (= "text/plain; charset=utf-8" (header r "content-type")))
+        (is (str/starts-with? (:body r) "Bad Request: malformed JSON: Unrecognized token 'tru'"))
+        (is (str/ends-with? (:body r) "at line 1, column 7")))
+      (let [r (post-json "/" "{\"a\": [1, 2")]
+        (is (= 400 (:status r)))
+        (is (str/includes? (:body r) "end-of-input")))
+      (is (= 400 (:status (post-json "/" "{} trailing"))))
+      (is (zero? @calls) "the handler was not called")
+      (let [r (post-json "/" "{\"a\":true}")]
+        (is (= 200 (:status r)) "next request OK")
+        (is (= "{\"ok\":{\"a\":true}}" (:body r))))
+      (is (= 1 @calls))))
+  (testing "on one keep-alive connection: 400, then the next request on it is served"
+    (with-server (wrap-json-body (fn [req] {:status 200 :body {:got (:body req)}})) {}
+      (let [bad "{\"a\":"
+            good "[7]"
+            resp (raw (str "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                           (count bad) "\r\n\r\n" bad
+                           "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "
+                           (count good) "\r\n\r\n" good))]
+        (is (str/starts-with? resp "HTTP/1.1 400"))
+        (is (str/includes? resp "HTTP/1.1 200"))
+        (is (str/ends-with? resp "{\"got\":[7]}")))))
+  (testing ":malformed-response as a map and as a fn"
+    (with-server (wrap-json-body (const {:status 200}) {:malformed-response {:status 422 :body "nope"}}) {}
+      (let [r (post-json "/" "{")]
+        (is (= 422 (:status r)))
+        (is (= "nope" (:body r)))))
+    (with-server (wrap-json-body (const {:status 200})
+                                 {:malformed-response (fn [req ^JsonException e]
+                                                        {:status 400 :body {:error (.getMessage e)
+                                                                            :line (.line e)
+                                                                            :uri (:uri req)}})}) {}
+      (let [r (post-json "/x" "[1,,2]")]
+        (is (= 400 (:status r)))
+        (is (= {:line 1 :uri "/x"} (dissoc (read-kw (:body r)) :error)))))))
+
+(deftest async-middleware
+  (let [h (-> (fn [req respond _] (future (respond {:status 200 :body {:params (:params req)
+                                                                        :json (:json-params req)}})))
+              (wrap-json-params {:keywords? true})
+              (wrap-json-body {:keywords? false}))]
+    (with-server h {:async? true}
+      (testing "wrap-json-body first replaces :body, so wrap-json-params sees a parsed body and skips"
+        (let [r (post-json "/" "{\"a\":1}")]
+          (is (= 200 (:status r)))
+          (is (= {:params nil :json nil} (read-kw (:body r))))))
+      (let [r (post-json "/" "{")]
+        (is (= 400 (:status r)) "malformed JSON answered from the async arity"))))
+  (let [h (wrap-json-params (fn [req respond _] (respond {:status 200 :body (:params req)})))]
+    (with-server h {:async? true}
+      (is (= "{\"a\":[1]}" (:body (post-json "/" "{\"a\":[1]}"))))
+      (is (= 400 (:status (post-json "/" "nul")))))))
+
+(deftest wrap-json-params-on-a-server
+  (let [seen (atom nil)
+        h (-> (fn [req]
+                (reset! seen (assoc (select-keys req [:json-params :params])
+                                    :body-again (slurp (:body req))))
+                {:status 200 :body "ok"})
+              wrap-json-params
+              wrap-params)]
+    (with-server h {}
+      (post-json "/p?q=1" "{\"a\":1,\"b\":{\"c\":[true]}}")
+      (is (= {:json-params {"a" 1 "b" {"c" [true]}}
+              :params {"q" "1" "a" 1 "b" {"c" [true]}}
+              :body-again "{\"a\":1,\"b\":{\"c\":[true]}}"}
+             @seen)
+          "merged into :params; the body is still readable")
+      (post-json "/p?q=1" "[1,2]")
+      (is (= {:params {"q" "1"} :body-again "[1,2]"} @seen) "a non-object body leaves :params alone")
+      (let [r (post-json "/p" "{\"a\" 1}")]
+        (is (= 400 (:status r)))
+        (is (str/starts-with? (:body r) "Bad Request: malformed JSON: ")))
+      (is (= 200 (:status (post-json "/p" "{}"))) "next request OK")))
+  (testing ":keywords?"
+    (let [seen (atom nil)]
+      (with-server (wrap-json-params (fn [req] (reset! seen (:params req)) {:status 204}) {:keywords? true}) {}
+        (post-json "/" "{\"a\":{\"b\":2}}")
+        (is (= {:a {:b 2}} @seen))))))
+
+(deftest wrap-json-response-on-a-server
+  (testing "seq, set and list bodies become JSON (the kernel alone would stream a seq)"
+    (with-server (wrap-json-response (fn [_] {:status 200 :body (map inc [1 2 3])})) {}
+      (let [r (GET "/")]
+        (is (= "[2,3,4]" (:body r)))
+        (is (= "application/json; charset=utf-8" (header r "content-type")))
+        (is (= "7" (header r "content-length"))))))
+  (testing "pretty, and the handler's own content type kept"
+    (with-server (wrap-json-response (const {:headers {"content-type" "application/hal+json"}
+                                             :body {:a [1]}})
+                                     {:pretty? true}) {}
+      (let [r (GET "/")]
+        (is (= "{\n  \"a\" : [ 1 ]\n}" (:body r)))
+        (is (= "application/hal+json" (header r "content-type"))))))
+  (testing "other bodies pass through"
+    (with-server (wrap-json-response (const {:status 200 :body "plain"})) {}
+      (is (= "plain" (:body (GET "/"))))))
+  (testing "async arity; a body that cannot be written goes to raise (500)"
+    (with-server (wrap-json-response (fn [req respond _]
+                                       (respond {:body (if (= "/bad" (:uri req)) [(Object.)] #{:x})})))
+      {:async? true}
+      (is (= "[\"x\"]" (:body (GET "/"))))
+      (is (= 500 (:status (GET "/bad"))))
+      (is (= 200 (:status (GET "/"))) "still serving"))))
+
+(deftest middleware-without-a-server
+  (testing "works on plain request maps, as under any Ring server"
+    (let [h (-> (fn [req] {:status 200 :body {:echo (:body req)}})
+                (wrap-json-body {:keywords? true})
+                wrap-json-response)
+          r (h {:request-method :post :uri "/" :headers {"content-type" "application/json"}
+                :body (ByteArrayInputStream. (utf8 "{\"x\":[1]}"))})]
+      (is (= {:status 200 :headers {"Content-Type" "application/json; charset=utf-8"}
+              :body "{\"echo\":{\"x\":[1]}}"} r)))
+    (let [h (wrap-json-body (fn [req] (:body req)))]
+      (is (= {"s" 1} (h {:headers {"content-type" "application/json"} :body "{\"s\":1}"}))
+          "a String body is decoded too")
+      (is (= 400 (:status (h {:headers {"content-type" "application/json"} :body "{"}))))))
+  (testing "wrap-json-response on a response with no headers map, nil response"
+    (is (= {:body "[1]" :headers {"Content-Type" "application/json; charset=utf-8"}}
+           ((wrap-json-response (const {:body [1]})) {})))
+    (is (nil? ((wrap-json-response (const nil)) {})))
+    (is (= {:body "{}" :headers {"X" "1" "CONTENT-TYPE" "a/b"}}
+           ((wrap-json-response (const {:body {} :headers {"X" "1" "CONTENT-TYPE" "a/b"}})) {}))))
+  (testing ":key-fn is refused at wrap time"
+    (is (thrown? IllegalArgumentException (wrap-json-body identity {:key-fn keyword})))))
