@@ -320,11 +320,20 @@ final class Exchange extends AFn implements Runnable {
     resp.end(message);
   }
 
+  /**
+   * Runs {@code r} on this request's event loop: now when already there, else as a task. When
+   * the loop has already shut down (a handler finishing after {@code stop} gave up on it), the
+   * connection is gone and there is nothing left to write: the task is dropped and logged.
+   */
   private void onLoop(Runnable r) {
     if (Vertx.currentContext() == loop.eventLoop) {
       r.run();
-    } else {
+      return;
+    }
+    try {
       loop.eventLoop.runOnContext(v -> r.run());
+    } catch (RejectedExecutionException e) {
+      LOG.log(Level.DEBUG, "server stopped before the response to {0} could be written", where());
     }
   }
 
