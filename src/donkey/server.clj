@@ -20,6 +20,7 @@
    :max-initial-line-length 8192
    :max-header-size 16384
    :idle-timeout 120000
+   :request-timeout 60000
    :shutdown-timeout 30000
    :server-header "donkey"
    :trust-forwarded-for? false})
@@ -103,6 +104,7 @@
     (set! (.maxInitialLineLength cfg) (int (int-opt opts :max-initial-line-length 256 Integer/MAX_VALUE)))
     (set! (.maxHeaderSize cfg) (int (int-opt opts :max-header-size 256 Integer/MAX_VALUE)))
     (set! (.idleTimeoutMs cfg) (int-opt opts :idle-timeout 0 Integer/MAX_VALUE))
+    (set! (.requestTimeoutMs cfg) (int-opt opts :request-timeout 0 Long/MAX_VALUE))
     (set! (.shutdownTimeoutMs cfg) (int-opt opts :shutdown-timeout 0 Long/MAX_VALUE))
     (set! (.serverHeader cfg) ^String (:server-header opts))
     (set! (.trustForwardedFor cfg) (boolean (bool-opt opts :trust-forwarded-for? )))
@@ -140,10 +142,15 @@
                              accepted as an alias)
     :virtual-threads?        run sync handlers on virtual threads; needs Java 21+ and fails
                              at start-up on an older JVM (default false)
-    :max-body-size           largest request body in bytes; larger gets 413 (default 16 MiB)
+    :max-body-size           largest request body in bytes; larger gets 413 (default 16 MiB).
+                             A sync handler reads its :body as it arrives, with flow control;
+                             an async one gets it after it has arrived whole
     :max-initial-line-length longest request line; longer gets 414 (default 8192)
     :max-header-size         largest header section; larger gets 431 (default 16384)
     :idle-timeout            ms before an idle keep-alive connection is closed (default 120000)
+    :request-timeout         ms a handler has to answer before the client gets 503; its late
+                             answer is dropped and logged, its thread not interrupted; 0 for
+                             no limit (default 60000)
     :shutdown-timeout        ms `stop` waits for in-flight requests (default 30000)
     :server-header           value of the Server header, nil for none (default \"donkey\")
     :trust-forwarded-for?    take :remote-addr from X-Forwarded-For when present; only behind a

@@ -40,16 +40,55 @@
       (testing "declared Content-Length over the limit"
         (let [resp (raw (str "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n"))]
           (is (str/starts-with? resp "HTTP/1.1 413"))))
-      (testing "chunked body that grows past the limit"
-        (let [chunk (apply str (repeat 600 "c"))
-              resp (raw (str "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                             "258\r\n" chunk "\r\n258\r\n" chunk "\r\n0\r\n\r\n"))]
-          (is (str/starts-with? resp "HTTP/1.1 413"))))
       (testing "invalid Content-Length"
         (is (str/starts-with? (raw "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n") "HTTP/1.1 400")))
       (is (zero? (.get called)) "the handler never ran")
       (testing "a body under the limit is fine"
         (is (= 200 (:status (request :post "/small" {:body (apply str (repeat 999 "x"))}))))))))
+
+(deftest chunked-body-that-grows-past-the-limit
+  (let [chunk (apply str (repeat 600 "c"))
+        req (str "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "258\r\n" chunk "\r\n258\r\n" chunk "\r\n0\r\n\r\n")]
+    (testing "a sync handler reads its body as it arrives: its read fails, the client gets 413"
+      (let [read-error (promise)]
+        (with-server (fn [r] (if (= "/after" (:uri r))
+                               (ok r)
+                               (do (try (slurp (:body r)) (catch java.io.IOException e (deliver read-error (ex-message e))))
+                                   {:status 200 :body "handler answer"})))
+          {:max-body-size 1000}
+          (is (str/starts-with? (raw req) "HTTP/1.1 413"))
+          (is (re-find #"larger than :max-body-size" (str (deref read-error 5000 nil))))
+          (is (still-serving?)))))
+    (testing "an async handler is not called"
+      (let [called (AtomicInteger.)]
+        (with-server (fn [r respond _] (.incrementAndGet called) (respond (ok r))) {:max-body-size 1000 :async? true}
+          (is (str/starts-with? (raw req) "HTTP/1.1 413"))
+          (is (zero? (.get called))))))))
+
+(deftest request-timeout
+  (testing "a sync handler that takes too long gets 503 and its late answer is dropped"
+    (let [done (promise)]
+      (with-server (fn [r] (if (= "/slow" (:uri r))
+                             (do (Thread/sleep 1000) (deliver done true) {:status 200 :body "late"})
+                             (ok r)))
+        {:request-timeout 200}
+        (let [t0 (System/nanoTime)
+              r (GET "/slow")]
+          (is (= 503 (:status r)))
+          (is (< (/ (- (System/nanoTime) t0) 1e6) 900)))
+        (deref done 3000 nil)
+        (is (still-serving?)))))
+  (testing "an async handler that never responds gets 503 on a connection that stays usable"
+    (with-server (fn [r respond _] (when-not (= "/never" (:uri r)) (respond (ok r))))
+      {:async? true :request-timeout 200}
+      (let [resp (raw (str "GET /never HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))]
+        (is (str/starts-with? resp "HTTP/1.1 503"))
+        (is (str/includes? resp "ok /after")))))
+  (testing ":request-timeout 0 means no limit"
+    (with-server (fn [_] (Thread/sleep 300) {:status 200 :body "fine"}) {:request-timeout 0}
+      (is (= "fine" (:body (GET "/")))))))
 
 (deftest throwing-handler-gets-500-and-the-next-request-succeeds
   (with-server (fn [req] (if (= "/boom" (:uri req)) (throw (ex-info "secret detail" {})) (ok req))) {}

@@ -15,7 +15,9 @@ import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import donkey.ring.BodyInputStream;
 import java.io.ByteArrayInputStream;
+import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.RejectedExecutionException;
@@ -46,17 +48,20 @@ final class Exchange extends AFn implements Runnable {
   private IPersistentMap pathParams;
   private Buffer body;
   private boolean rejected;
+  /** The {@code :request-timeout} timer, or -1. */
+  private volatile long timer = -1;
 
   /** The {@code raise} callback of an async handler. */
   final IFn raise = new AFn() {
     @Override
     public Object invoke(Object error) {
+      Throwable t = error instanceof Throwable ? (Throwable) error
+          : new IllegalArgumentException("raise called with " + error);
       if (answered.compareAndSet(false, true)) {
-        fail(error instanceof Throwable ? (Throwable) error
-            : new IllegalArgumentException("raise called with " + error));
+        cancelTimer();
+        fail(t);
       } else {
-        LOG.log(Level.WARNING, "raise called after the response to {0} was already given; ignored",
-            where());
+        late(null, t);
       }
       return null;
     }
@@ -97,6 +102,18 @@ final class Exchange extends AFn implements Runnable {
     if (req.headers().contains(HttpHeaders.EXPECT, HttpHeaders.CONTINUE, true)) {
       resp.writeContinue();
     }
+    if (async) {
+      bufferBody(cfg, length);
+    } else {
+      streamBody(cfg);
+    }
+  }
+
+  /**
+   * Event loop: a handler on the event loop cannot wait for its body, so the body is read whole
+   * (up to {@code :max-body-size}) before the handler runs.
+   */
+  private void bufferBody(ServerConfig cfg, long length) {
     body = Buffer.buffer(length > 0 ? (int) length : 1024);
     req.exceptionHandler(t -> rejected = true);
     req.handler(chunk -> {
@@ -115,6 +132,40 @@ final class Exchange extends AFn implements Runnable {
       body = null;
       dispatch(new ByteArrayInputStream(b.getBytes()));
     });
+  }
+
+  /**
+   * Event loop: a blocking handler runs at once and reads its body as it arrives, with flow
+   * control ({@link BodyInputStream}). A body that grows past {@code :max-body-size} is
+   * answered 413 (the handler's reads fail); what the handler leaves unread is discarded once
+   * the response has been sent.
+   */
+  private void streamBody(ServerConfig cfg) {
+    BodyInputStream in = new BodyInputStream(req, loop.eventLoop);
+    long[] received = {0};
+    req.exceptionHandler(t -> in.fail(new IOException("the client closed the connection while "
+        + "sending the request body")));
+    req.handler(chunk -> {
+      received[0] += chunk.length();
+      if (received[0] > cfg.maxBodySize) {
+        if (!rejected) {
+          rejected = true;
+          in.fail(new IOException("the request body is larger than :max-body-size ("
+              + cfg.maxBodySize + " bytes)"));
+          if (answered.compareAndSet(false, true)) {
+            cancelTimer();
+            closeWith(413, "Payload Too Large");
+          } else {
+            req.connection().close();
+          }
+        }
+        return;
+      }
+      in.offer(chunk);
+    });
+    req.endHandler(v -> in.end());
+    resp.endHandler(v -> in.discardRest());
+    dispatch(in);
   }
 
   /**
@@ -157,6 +208,9 @@ final class Exchange extends AFn implements Runnable {
   private void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
     request = RequestMap.build(req, in, cfg.trustForwardedFor, pathParams);
+    if (cfg.requestTimeoutMs > 0) {
+      timer = loop.eventLoop.owner().setTimer(cfg.requestTimeoutMs, id -> timedOut());
+    }
     if (async) {
       try {
         handler.invoke(request, this, raise);
@@ -167,8 +221,10 @@ final class Exchange extends AFn implements Runnable {
       try {
         loop.workers.execute(this);
       } catch (RejectedExecutionException e) {
-        answered.set(true);
-        loop.eventLoop.runOnContext(v -> closeWith(503, "Service Unavailable"));
+        if (answered.compareAndSet(false, true)) {
+          cancelTimer();
+          closeWith(503, "Service Unavailable");
+        }
       }
     }
   }
@@ -176,29 +232,75 @@ final class Exchange extends AFn implements Runnable {
   /** Worker thread: runs a sync handler. */
   @Override
   public void run() {
-    Object response;
+    Object response = null;
+    Throwable error = null;
     try {
       response = handler.invoke(request);
     } catch (Throwable t) {
-      answered.set(true);
-      fail(t);
+      error = t;
+    }
+    if (!answered.compareAndSet(false, true)) {
+      late(response, error);
       return;
     }
-    answered.set(true);
-    complete(response);
+    cancelTimer();
+    if (error != null) {
+      fail(error);
+    } else {
+      complete(response);
+    }
   }
 
   /** The {@code respond} callback of an async handler. */
   @Override
   public Object invoke(Object response) {
     if (answered.compareAndSet(false, true)) {
+      cancelTimer();
       complete(response);
     } else {
-      LOG.log(Level.WARNING, "respond called after the response to {0} was already given; ignored",
-          where());
-      ResponseWriter.discard(response);
+      late(response, null);
     }
     return null;
+  }
+
+  /**
+   * Event loop: the handler did not answer within {@code :request-timeout}; answers 503. The
+   * handler's thread is not interrupted; whatever it answers later is dropped and logged.
+   */
+  private void timedOut() {
+    timer = -1;
+    if (!answered.compareAndSet(false, true)) return;
+    LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; answered 503",
+        where(), loop.config.requestTimeoutMs);
+    if (resp.headWritten()) {
+      req.connection().close();
+    } else if (req.isEnded()) {
+      resp.headers().clear();
+      resp.setStatusCode(503);
+      plain("Service Unavailable: the request timed out");
+    } else {
+      closeWith(503, "Service Unavailable: the request timed out");
+    }
+  }
+
+  /** Any thread: a response or failure that came after the request was already answered. */
+  private void late(Object response, Throwable error) {
+    if (error != null) {
+      LOG.log(Level.WARNING, "the handler for " + where() + " failed after the request had been "
+          + "answered (timeout, body error or an earlier respond/raise)", error);
+    } else {
+      LOG.log(Level.WARNING, "a response for {0} came after the request had been answered "
+          + "(timeout, body error or an earlier respond/raise); dropped", where());
+    }
+    ResponseWriter.discard(response);
+  }
+
+  private void cancelTimer() {
+    long t = timer;
+    if (t >= 0) {
+      timer = -1;
+      loop.eventLoop.owner().cancelTimer(t);
+    }
   }
 
   /** Any thread: sends a handler's response from the right thread for its body. */

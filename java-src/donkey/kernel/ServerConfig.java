@@ -37,6 +37,8 @@ public final class ServerConfig {
   public int maxHeaderSize = 16384;
   /** Idle keep-alive connections are closed after this many ms (0 = never). */
   public long idleTimeoutMs = 120_000;
+  /** A handler that has not answered after this many ms gets a 503 (0 = no limit). */
+  public long requestTimeoutMs = 60_000;
   /** How long {@link Server#stop} waits for in-flight requests, in ms. */
   public long shutdownTimeoutMs = 30_000;
   /** Value of the {@code Server} response header, or null to send none. */

@@ -19,7 +19,7 @@
   Every wrapper has the sync (1-arity) and async (3-arity) Ring arities."
   (:import (clojure.lang IFn Named)
            (donkey.codec Json JsonException)
-           (java.io InputStream)))
+           (java.io BufferedInputStream InputStream)))
 
 (set! *warn-on-reflection* true)
 
@@ -94,8 +94,18 @@
                 (instance? JsonException r) (respond (malformed request r))
                 :else (handler (assoc request :body r) respond raise))))))))
 
+(defn- rewindable
+  "`request` with a body stream that supports mark/reset: a JSON request's stream that does not
+  (a sync handler's body arrives as it is read) is wrapped in a BufferedInputStream."
+  [request]
+  (let [body (:body request)]
+    (if (and (instance? InputStream body) (not (.markSupported ^InputStream body))
+             (json-request? request))
+      (assoc request :body (BufferedInputStream. ^InputStream body))
+      request)))
+
 (defn- read-params
-  "As read-body, but leaves a markable body stream (donkey's is) readable again from its start."
+  "As read-body, but leaves a markable body stream readable again from its start."
   [request keywords? bigdecimals?]
   (let [body (:body request)]
     (if (and (instance? InputStream body) (.markSupported ^InputStream body))
@@ -115,7 +125,8 @@
   "Middleware that decodes the body of a JSON request and, when it is a JSON object, puts the
   map in :json-params and merges it into :params (keys strings, as wrap-params makes them,
   unless :keywords? is true). A body that is not an object (an array, a number...) leaves
-  :params alone. The body stays readable: donkey's body stream is rewound after decoding.
+  :params alone. The body stays readable from its start (a stream without mark/reset is
+  replaced by a buffered one).
 
   Options: :keywords?, :bigdecimals? and :malformed-response, as for `wrap-json-body`."
   ([handler] (wrap-json-params handler {}))
@@ -126,12 +137,14 @@
          malformed (malformed-fn "wrap-json-params" opts)]
      (fn
        ([request]
-        (let [r (read-params request keywords? bigdecimals?)]
+        (let [request (rewindable request)
+              r (read-params request keywords? bigdecimals?)]
           (cond (identical? r ::none) (handler request)
                 (instance? JsonException r) (malformed request r)
                 :else (handler (assoc-json-params request r)))))
        ([request respond raise]
-        (let [r (read-params request keywords? bigdecimals?)]
+        (let [request (rewindable request)
+              r (read-params request keywords? bigdecimals?)]
           (cond (identical? r ::none) (handler request respond raise)
                 (instance? JsonException r) (respond (malformed request r))
                 :else (handler (assoc-json-params request r) respond raise))))))))

@@ -1,0 +1,142 @@
+package donkey.ring;
+
+import io.vertx.core.Context;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerRequest;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.util.ArrayDeque;
+
+/**
+ * The {@code :body} of a request served by a blocking handler: an InputStream fed by the
+ * event loop as the body arrives, with flow control. When more than {@link #HIGH_WATER} bytes
+ * wait unread, the connection stops reading from the socket; it resumes once the handler has
+ * read the queue down to {@link #LOW_WATER}. A large upload therefore never sits in the heap.
+ *
+ * <p>Threading: {@link #offer}, {@link #end} and {@link #fail} run on the request's event
+ * loop; the read methods block and run on the handler's (worker or virtual) thread.
+ *
+ * <p>Bad input: when the client goes away or the body grows past {@code :max-body-size}, the
+ * next read throws {@link IOException}.
+ */
+public final class BodyInputStream extends InputStream {
+  static final int HIGH_WATER = 256 * 1024;
+  static final int LOW_WATER = 64 * 1024;
+
+  private final HttpServerRequest req;
+  private final Context loop;
+  private final ArrayDeque<Buffer> queue = new ArrayDeque<>();
+  private long queued;
+  private boolean paused;
+  private boolean ended;
+  private IOException error;
+  private boolean discard;
+  private Buffer current;
+  private int pos;
+
+  public BodyInputStream(HttpServerRequest req, Context loop) {
+    this.req = req;
+    this.loop = loop;
+  }
+
+  /** Event loop: a chunk of the body arrived. */
+  public synchronized void offer(Buffer chunk) {
+    if (discard || error != null) return;
+    queue.add(chunk);
+    queued += chunk.length();
+    if (!paused && queued > HIGH_WATER) {
+      paused = true;
+      req.pause();
+    }
+    notifyAll();
+  }
+
+  /** Event loop: the whole body has arrived. */
+  public synchronized void end() {
+    ended = true;
+    notifyAll();
+  }
+
+  /** Event loop: the body cannot be completed; readers get {@code why}. */
+  public synchronized void fail(IOException why) {
+    if (error == null) error = why;
+    queue.clear();
+    queued = 0;
+    notifyAll();
+  }
+
+  /**
+   * Any thread: the handler has answered; what it did not read is dropped as it arrives so the
+   * connection can go on to its next request.
+   */
+  public void discardRest() {
+    boolean resume;
+    synchronized (this) {
+      discard = true;
+      queue.clear();
+      queued = 0;
+      resume = paused;
+      paused = false;
+      notifyAll();
+    }
+    if (resume) loop.runOnContext(v -> req.resume());
+  }
+
+  @Override
+  public int read() throws IOException {
+    if (!fill()) return -1;
+    return current.getByte(pos++) & 0xff;
+  }
+
+  @Override
+  public int read(byte[] b, int off, int len) throws IOException {
+    if (off < 0 || len < 0 || len > b.length - off) throw new IndexOutOfBoundsException();
+    if (len == 0) return 0;
+    if (!fill()) return -1;
+    int n = Math.min(len, current.length() - pos);
+    current.getBytes(pos, pos + n, b, off);
+    pos += n;
+    return n;
+  }
+
+  @Override
+  public synchronized int available() {
+    long n = queued + (current == null ? 0 : current.length() - pos);
+    return (int) Math.min(Integer.MAX_VALUE, n);
+  }
+
+  @Override
+  public void close() {
+    discardRest();
+  }
+
+  /** Makes {@link #current} readable; false at the end of the body. */
+  private boolean fill() throws IOException {
+    while (current == null || pos >= current.length()) {
+      boolean resume = false;
+      synchronized (this) {
+        while (queue.isEmpty()) {
+          if (error != null) throw error;
+          if (ended || discard) return false;
+          try {
+            wait();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while reading the request body");
+          }
+        }
+        if (error != null) throw error;
+        current = queue.poll();
+        pos = 0;
+        queued -= current.length();
+        if (paused && queued < LOW_WATER) {
+          paused = false;
+          resume = true;
+        }
+      }
+      if (resume) loop.runOnContext(v -> req.resume());
+    }
+    return true;
+  }
+}
