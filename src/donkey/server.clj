@@ -21,6 +21,11 @@
    :max-header-size 16384
    :idle-timeout 120000
    :request-timeout 60000
+   :max-connections 10000
+   :header-timeout 30000
+   :body-timeout 30000
+   :blocked-warning 2000
+   :shutdown-hook? false
    :shutdown-timeout 30000
    :server-header "donkey"
    :trust-forwarded-for? false})
@@ -105,6 +110,11 @@
     (set! (.maxHeaderSize cfg) (int (int-opt opts :max-header-size 256 Integer/MAX_VALUE)))
     (set! (.idleTimeoutMs cfg) (int-opt opts :idle-timeout 0 Integer/MAX_VALUE))
     (set! (.requestTimeoutMs cfg) (int-opt opts :request-timeout 0 Long/MAX_VALUE))
+    (set! (.maxConnections cfg) (int (int-opt opts :max-connections 0 Integer/MAX_VALUE)))
+    (set! (.headerTimeoutMs cfg) (int-opt opts :header-timeout 0 Long/MAX_VALUE))
+    (set! (.bodyTimeoutMs cfg) (int-opt opts :body-timeout 0 Long/MAX_VALUE))
+    (set! (.blockedWarningMs cfg) (int-opt opts :blocked-warning 0 Long/MAX_VALUE))
+    (set! (.shutdownHook cfg) (boolean (bool-opt opts :shutdown-hook?)))
     (set! (.shutdownTimeoutMs cfg) (int-opt opts :shutdown-timeout 0 Long/MAX_VALUE))
     (set! (.serverHeader cfg) ^String (:server-header opts))
     (set! (.trustForwardedFor cfg) (boolean (bool-opt opts :trust-forwarded-for? )))
@@ -152,6 +162,17 @@
                              answer is dropped and logged, its thread not interrupted; 0 for
                              no limit (default 60000)
     :shutdown-timeout        ms `stop` waits for in-flight requests (default 30000)
+    :shutdown-hook?          register a JVM shutdown hook that stops the server, draining it,
+                             on SIGTERM (default false)
+    :max-connections         open connections over this are closed as soon as accepted
+                             (refused, not queued); 0 for no limit (default 10000)
+    :header-timeout          ms a connection has to deliver each complete request head after
+                             opening or after its previous response, else it is closed
+                             (slowloris defence; also bounds idle keep-alive) (default 30000)
+    :body-timeout            ms a sync handler's body read waits for more bytes before it
+                             throws IOException (default 30000)
+    :blocked-warning         ms after which a non-blocking handler still holding its event
+                             loop is logged, naming the route; 0 for none (default 2000)
     :server-header           value of the Server header, nil for none (default \"donkey\")
     :trust-forwarded-for?    take :remote-addr from X-Forwarded-For when present; only behind a
                              proxy you trust (default false: the socket peer)

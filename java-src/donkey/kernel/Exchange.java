@@ -9,6 +9,7 @@ import donkey.route.Router;
 import donkey.ring.ResponseOutputStream;
 import donkey.ring.ResponseWriter;
 import io.vertx.core.Context;
+import io.vertx.core.Handler;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
@@ -33,7 +34,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * later ones are logged and ignored. Fixed bodies and files are always written from the event
  * loop; streamed bodies from a worker thread.
  */
-final class Exchange extends AFn implements Runnable {
+final class Exchange extends AFn implements Runnable, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
   private static final String ERROR_500 = "Internal Server Error";
 
@@ -46,8 +47,13 @@ final class Exchange extends AFn implements Runnable {
   private IFn handler;
   private boolean async;
   private IPersistentMap pathParams;
+  /** The matched route, or null without a route table. */
+  private Route route;
   private Buffer body;
   private boolean rejected;
+  private final ConnectionGuard.State connection;
+  /** The streamed body of a blocking handler's request, or null. */
+  private BodyInputStream bodyStream;
   /** The {@code :request-timeout} timer, or -1. */
   private volatile long timer = -1;
 
@@ -67,10 +73,20 @@ final class Exchange extends AFn implements Runnable {
     }
   };
 
-  Exchange(ServerVerticle loop, HttpServerRequest req) {
+  Exchange(ServerVerticle loop, HttpServerRequest req, ConnectionGuard.State connection) {
     this.loop = loop;
     this.req = req;
     this.resp = req.response();
+    this.connection = connection;
+    if (connection != null) resp.endHandler(this);
+  }
+
+  /** Event loop: the response has ended (Vert.x's end handler). */
+  @Override
+  public void handle(Void ended) {
+    if (connection != null) ConnectionGuard.responseEnded(connection);
+    BodyInputStream in = bodyStream;
+    if (in != null) in.discardRest();
   }
 
   /** Event loop: routes, reads the body when there is one, then dispatches. */
@@ -141,7 +157,9 @@ final class Exchange extends AFn implements Runnable {
    * the response has been sent.
    */
   private void streamBody(ServerConfig cfg) {
-    BodyInputStream in = new BodyInputStream(req, loop.eventLoop);
+    BodyInputStream in = new BodyInputStream(req, loop.eventLoop, cfg.bodyTimeoutMs);
+    bodyStream = in;
+    if (connection == null) resp.endHandler(this);
     long[] received = {0};
     req.exceptionHandler(t -> in.fail(new IOException("the client closed the connection while "
         + "sending the request body")));
@@ -164,7 +182,6 @@ final class Exchange extends AFn implements Runnable {
       in.offer(chunk);
     });
     req.endHandler(v -> in.end());
-    resp.endHandler(v -> in.discardRest());
     dispatch(in);
   }
 
@@ -183,6 +200,7 @@ final class Exchange extends AFn implements Runnable {
     Router.Match m = cfg.router.match(req.method().name(), req.path(),
         req.getHeader(HttpHeaders.CONTENT_TYPE), req.getHeader(HttpHeaders.ACCEPT));
     if (m.status == 0) {
+      route = m.route;
       handler = m.route.handler();
       async = m.route.mode() == Route.Mode.NON_BLOCKING;
       pathParams = m.pathParams;
@@ -212,10 +230,14 @@ final class Exchange extends AFn implements Runnable {
       timer = loop.eventLoop.owner().setTimer(cfg.requestTimeoutMs, id -> timedOut());
     }
     if (async) {
+      loop.runningSince = System.nanoTime();
+      loop.running = this;
       try {
         handler.invoke(request, this, raise);
       } catch (Throwable t) {
         raise.invoke(t);
+      } finally {
+        loop.running = null;
       }
     } else {
       try {
@@ -439,7 +461,13 @@ final class Exchange extends AFn implements Runnable {
     }
   }
 
-  private String where() {
+  /** What runs this request, for log lines: the route, or the server's handler. */
+  String handlerName() {
+    return route != null ? "route " + route : "the server's handler";
+  }
+
+  /** {@code GET /path}, for log lines. */
+  String where() {
     return req.method().name() + " " + req.path();
   }
 }

@@ -30,13 +30,44 @@ public final class Server implements Closeable {
   private final ExecutorService workers;
   private final List<ServerVerticle> loops = new CopyOnWriteArrayList<>();
   private final AtomicBoolean stopping = new AtomicBoolean();
+  private final java.util.concurrent.atomic.AtomicInteger openConnections =
+      new java.util.concurrent.atomic.AtomicInteger();
   private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile int port;
+  private final java.util.concurrent.ScheduledExecutorService watchdog;
+  private volatile Thread shutdownHook;
 
   private Server(ServerConfig config, Vertx vertx, ExecutorService workers) {
     this.config = config;
     this.vertx = vertx;
     this.workers = workers;
+    this.watchdog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "donkey-watchdog");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /**
+   * Watchdog thread: warns, once per occurrence, when a non-blocking handler has held its event
+   * loop longer than {@code :blocked-warning} ms, naming the route (Vert.x's own blocked-thread
+   * warning only shows a stack).
+   */
+  private void checkLoops(Exchange[] warned) {
+    long limit = config.blockedWarningMs * 1_000_000L;
+    for (int i = 0; i < loops.size() && i < warned.length; i++) {
+      ServerVerticle v = loops.get(i);
+      Exchange e = v.running;
+      if (e == null || e == warned[i]) continue;
+      long held = System.nanoTime() - v.runningSince;
+      if (held > limit && v.running == e) {
+        warned[i] = e;
+        System.getLogger("donkey").log(System.Logger.Level.WARNING,
+            "an event loop has been blocked for " + held / 1_000_000 + " ms by the non-blocking "
+            + "handler of " + e.handlerName() + " serving " + e.where()
+            + "; non-blocking handlers must not block (use :handler-mode :blocking)");
+      }
+    }
   }
 
   /**
@@ -76,6 +107,17 @@ public final class Server implements Closeable {
         }
       }
       server.port = bound;
+      if (config.blockedWarningMs > 0) {
+        Exchange[] warned = new Exchange[config.eventLoops];
+        long every = Math.max(50, Math.min(1000, config.blockedWarningMs / 4));
+        server.watchdog.scheduleWithFixedDelay(() -> server.checkLoops(warned), every, every,
+            TimeUnit.MILLISECONDS);
+      }
+      if (config.shutdownHook) {
+        Thread hook = new Thread(server::stop, "donkey-shutdown-hook");
+        server.shutdownHook = hook;
+        Runtime.getRuntime().addShutdownHook(hook);
+      }
       return server;
     } catch (RuntimeException e) {
       server.release(0);
@@ -86,7 +128,7 @@ public final class Server implements Closeable {
 
   private void deploy(int onPort, int instances) {
     await(vertx.deployVerticle(() -> {
-      ServerVerticle v = new ServerVerticle(config, workers, onPort);
+      ServerVerticle v = new ServerVerticle(config, workers, onPort, openConnections);
       loops.add(v);
       return v;
     }, new DeploymentOptions().setInstances(instances)), START_TIMEOUT_S * 1000);
@@ -123,6 +165,15 @@ public final class Server implements Closeable {
       System.getLogger("donkey").log(System.Logger.Level.WARNING,
           "donkey: Vert.x did not close cleanly: " + rootMessage(e));
     } finally {
+      watchdog.shutdownNow();
+      Thread hook = shutdownHook;
+      if (hook != null && Thread.currentThread() != hook) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException alreadyShuttingDown) {
+          // the JVM is exiting; the hook is running or about to
+        }
+      }
       workers.shutdown();
       try {
         if (!workers.awaitTermination(Math.max(1000, graceMs), TimeUnit.MILLISECONDS)) {

@@ -37,6 +37,19 @@ public final class ServerConfig {
   public int maxHeaderSize = 16384;
   /** Idle keep-alive connections are closed after this many ms (0 = never). */
   public long idleTimeoutMs = 120_000;
+  /** Open connections over this many are closed as soon as accepted (0 = no limit). */
+  public int maxConnections = 10_000;
+  /**
+   * A connection must deliver each complete request head within this many ms of opening or
+   * of its previous response, or it is closed (0 = no limit).
+   */
+  public long headerTimeoutMs = 30_000;
+  /** A blocking handler waiting this many ms for more request body gets an IOException. */
+  public long bodyTimeoutMs = 30_000;
+  /** Log a warning when a non-blocking handler holds its event loop longer than this (ms). */
+  public long blockedWarningMs = 2_000;
+  /** Register a JVM shutdown hook that stops (drains) the server on SIGTERM. */
+  public boolean shutdownHook;
   /** A handler that has not answered after this many ms gets a 503 (0 = no limit). */
   public long requestTimeoutMs = 60_000;
   /** How long {@link Server#stop} waits for in-flight requests, in ms. */

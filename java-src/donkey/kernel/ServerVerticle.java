@@ -28,13 +28,20 @@ final class ServerVerticle extends VerticleBase {
   volatile CharSequence date;
   /** This verticle's event-loop context; set in {@link #start}. */
   volatile io.vertx.core.Context eventLoop;
+  /** The request whose non-blocking handler this loop is running now, or null (watchdog). */
+  volatile Exchange running;
+  /** When {@link #running} started, in System.nanoTime(). */
+  volatile long runningSince;
+  private final ConnectionGuard guard;
   private long timer = -1;
   private HttpServer http;
 
-  ServerVerticle(ServerConfig config, ExecutorService workers, int port) {
+  ServerVerticle(ServerConfig config, ExecutorService workers, int port,
+                 java.util.concurrent.atomic.AtomicInteger openConnections) {
     this.config = config;
     this.workers = workers;
     this.port = port;
+    this.guard = new ConnectionGuard(config, openConnections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
   }
 
@@ -42,16 +49,23 @@ final class ServerVerticle extends VerticleBase {
   public Future<?> start() {
     eventLoop = context;
     date = HttpDate.now();
-    timer = vertx.setPeriodic(1000, id -> date = HttpDate.now());
+    timer = vertx.setPeriodic(1000, id -> {
+      date = HttpDate.now();
+      guard.sweep();
+    });
     HttpServerOptions opts = new HttpServerOptions()
         .setMaxInitialLineLength(config.maxInitialLineLength)
         .setMaxHeaderSize(config.maxHeaderSize)
         .setHandle100ContinueAutomatically(false)
+        // HTTP/1.x only: with h2c on, Vert.x sniffs a connection's first bytes before it sets
+        // up HTTP/1, so a silent connection would escape :max-connections and :header-timeout.
+        .setHttp2ClearTextEnabled(false)
         .setTcpNoDelay(true)
         .setIdleTimeout((int) Math.min(Integer.MAX_VALUE, config.idleTimeoutMs))
         .setIdleTimeoutUnit(java.util.concurrent.TimeUnit.MILLISECONDS);
     http = vertx.createHttpServer(opts)
-        .requestHandler(r -> new Exchange(this, r).start())
+        .connectionHandler(guard::accept)
+        .requestHandler(r -> new Exchange(this, r, guard.requestStarted(r.connection())).start())
         .invalidRequestHandler(this::invalid);
     // A negative port asks Vert.x for one random port shared by every instance that asks for
     // the same negative port; SocketAddress.inetSocketAddress refuses it, the impl does not.

@@ -17,8 +17,9 @@ import java.util.ArrayDeque;
  * <p>Threading: {@link #offer}, {@link #end} and {@link #fail} run on the request's event
  * loop; the read methods block and run on the handler's (worker or virtual) thread.
  *
- * <p>Bad input: when the client goes away or the body grows past {@code :max-body-size}, the
- * next read throws {@link IOException}.
+ * <p>Bad input: when the client goes away, the body grows past {@code :max-body-size}, or no
+ * body arrives for {@code :body-timeout} ms while the handler waits (a client trickling its
+ * body), the next read throws {@link IOException}.
  */
 public final class BodyInputStream extends InputStream {
   static final int HIGH_WATER = 256 * 1024;
@@ -34,10 +35,17 @@ public final class BodyInputStream extends InputStream {
   private boolean discard;
   private Buffer current;
   private int pos;
+  private final long timeoutNanos;
+  /** When the last chunk arrived (or the stream was created), System.nanoTime(). */
+  private long lastData = System.nanoTime();
 
-  public BodyInputStream(HttpServerRequest req, Context loop) {
+  /**
+   * @param timeoutMs how long a read waits for more body before it fails (0 = forever)
+   */
+  public BodyInputStream(HttpServerRequest req, Context loop, long timeoutMs) {
     this.req = req;
     this.loop = loop;
+    this.timeoutNanos = timeoutMs * 1_000_000L;
   }
 
   /** Event loop: a chunk of the body arrived. */
@@ -45,6 +53,7 @@ public final class BodyInputStream extends InputStream {
     if (discard || error != null) return;
     queue.add(chunk);
     queued += chunk.length();
+    lastData = System.nanoTime();
     if (!paused && queued > HIGH_WATER) {
       paused = true;
       req.pause();
@@ -120,7 +129,16 @@ public final class BodyInputStream extends InputStream {
           if (error != null) throw error;
           if (ended || discard) return false;
           try {
-            wait();
+            if (timeoutNanos <= 0) {
+              wait();
+            } else {
+              long left = timeoutNanos - (System.nanoTime() - lastData);
+              if (left <= 0) {
+                throw new IOException("no request body arrived for " + timeoutNanos / 1_000_000
+                    + " ms (:body-timeout)");
+              }
+              wait(Math.max(1, left / 1_000_000));
+            }
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted while reading the request body");

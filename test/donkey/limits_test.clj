@@ -1,0 +1,120 @@
+(ns donkey.limits-test
+  "Connection limits, slow clients, the blocked-loop warning and the SIGTERM shutdown hook."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.test-util :as u :refer [with-server GET raw]])
+  (:import (java.io InputStream)
+           (java.net Socket SocketException SocketTimeoutException)
+           (java.nio.charset StandardCharsets)
+           (java.util.logging Handler Level Logger LogRecord)))
+
+(defn- ok [req] {:status 200 :body (str "ok " (:uri req))})
+
+(defn- closed-by-server?
+  "True when the server closes `s` (read returns -1 or the connection is reset) within `ms`."
+  [^Socket s ms]
+  (.setSoTimeout s (int ms))
+  (try (= -1 (.read (.getInputStream s)))
+       (catch SocketTimeoutException _ false)
+       (catch SocketException _ true)))
+
+(deftest max-connections-refuses-the-excess
+  (with-server ok {:max-connections 3}
+    (let [held (vec (repeatedly 3 #(Socket. "127.0.0.1" (int u/*port*))))]
+      (try
+        (Thread/sleep 200)
+        (with-open [extra (Socket. "127.0.0.1" (int u/*port*))]
+          (is (closed-by-server? extra 3000) "the fourth connection is closed at once"))
+        (finally (run! #(.close ^Socket %) held)))
+      (Thread/sleep 300)
+      (is (= "ok /again" (:body (GET "/again"))) "capacity comes back when connections close"))))
+
+(deftest slowloris-headers-are-cut-off
+  (with-server ok {:header-timeout 1000}
+    (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+      (let [out (.getOutputStream s)
+            t0 (System/nanoTime)
+            closed (loop [i 0]
+                     (cond (>= i 40) false
+                           (try (.write out (int (.charAt "GET / HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" (mod i 40))))
+                                (.flush out) false
+                                (catch SocketException _ true)) true
+                           (closed-by-server? s 200) true
+                           :else (recur (inc i))))
+            ms (/ (- (System/nanoTime) t0) 1e6)]
+        (is closed "a connection trickling its headers is closed")
+        (is (< ms 4000) (str "after " (long ms) " ms")))))
+  (testing "a normal client on the same server is unaffected"
+    (with-server ok {:header-timeout 1000}
+      (is (= "ok /" (:body (GET "/")))))))
+
+(deftest slow-body-fails-the-handler-read
+  (let [error (promise)]
+    (with-server (fn [req]
+                   (if-let [b ^InputStream (:body req)]
+                     (try (slurp b) (catch java.io.IOException e (deliver error (ex-message e)) (throw e)))
+                     (ok req)))
+      {:body-timeout 500}
+      (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+        (.setSoTimeout s 5000)
+        (doto (.getOutputStream s)
+          (.write (.getBytes "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten.."))
+          (.flush))
+        (is (re-find #"no request body arrived for 500 ms" (str (deref error 5000 nil))))
+        (let [buf (byte-array 1024) n (.read (.getInputStream s) buf)]
+          (is (str/starts-with? (String. buf 0 (max 0 n) StandardCharsets/ISO_8859_1) "HTTP/1.1 500"))))
+      (is (= "ok /" (:body (GET "/")))))))
+
+(defn- capture-log
+  "Runs `f` while collecting the messages logged to the `donkey` logger."
+  [f]
+  (let [records (atom [])
+        logger (Logger/getLogger "donkey")
+        h (proxy [Handler] []
+            (publish [^LogRecord r] (swap! records conj (.getMessage r)))
+            (flush [])
+            (close []))]
+    (.addHandler logger h)
+    (try (f) (finally (.removeHandler logger h)))
+    @records))
+
+(deftest blocked-event-loop-warning-names-the-route
+  (let [logs (capture-log
+              #(with-server {:routes [{:path "/block/:n" :handler-mode :non-blocking
+                                       :handler (fn [_ respond _] (Thread/sleep 700) (respond {:status 200}))}
+                                      {:path "/fine" :handler ok}]}
+                 {:blocked-warning 200 :event-loops 2}
+                 (let [slow (future (GET "/block/1"))]
+                   (Thread/sleep 100)
+                   (is (= "ok /fine" (:body (GET "/fine"))) "the other loop still serves")
+                   (is (= 200 (:status @slow))))))]
+    (is (some #(re-find #"blocked for \d+ ms by the non-blocking handler of route GET,?.*/block/:n serving GET /block/1|blocked for \d+ ms by the non-blocking handler of route ANY /block/:n serving GET /block/1" %) logs)
+        (pr-str logs))))
+
+(deftest sigterm-drains-with-the-shutdown-hook
+  (let [cp (System/getProperty "java.class.path")
+        java (str (System/getProperty "java.home") "/bin/java")
+        code (str "(require 'donkey.server)"
+                  "(def s (donkey.server/run-server (fn [_] (Thread/sleep 1500) {:status 200 :body \"drained\"})"
+                  "  {:port 0 :join? false :shutdown-hook? true}))"
+                  "(println \"PORT\" (donkey.server/port s)) (flush)"
+                  "@(promise)")
+        p (.start (doto (ProcessBuilder. [java "-cp" cp "clojure.main" "-e" code])
+                    (.redirectErrorStream true)))
+        rdr (java.io.BufferedReader. (java.io.InputStreamReader. (.getInputStream p)))
+        port (loop [i 0]
+               (when (< i 200)
+                 (let [line (.readLine rdr)]
+                   (cond (nil? line) nil
+                         (str/starts-with? line "PORT ") (Integer/parseInt (subs line 5))
+                         :else (recur (inc i))))))]
+    (try
+      (is port "the child server started")
+      (when port
+        (binding [u/*port* port]
+          (let [resp (future (GET "/slow"))]
+            (Thread/sleep 400)
+            (.destroy p)                          ; SIGTERM
+            (is (= "drained" (:body (deref resp 10000 nil))) "the in-flight request completed")
+            (is (.waitFor p 10 java.util.concurrent.TimeUnit/SECONDS) "the JVM exited"))))
+      (finally (.destroyForcibly p)))))
