@@ -117,7 +117,8 @@
 (deftest zero-reflection-warnings
   (let [err (java.io.StringWriter.)]
     (binding [*err* err *warn-on-reflection* true]
-      (doseq [ns '[donkey.server donkey.example]]
+      (doseq [ns '[donkey.server donkey.routes donkey.stream donkey.middleware.params
+                   donkey.middleware.json donkey.middleware.multipart donkey.example]]
         (require ns :reload)))
     (is (not (re-find #"Reflection warning" (str err))) (str err))))
 

@@ -17,6 +17,8 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import donkey.ring.BodyInputStream;
+import donkey.ring.ResponseChannel;
+import donkey.ring.StreamingBody;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -360,6 +362,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       Object b = r.valAt(ResponseWriter.BODY);
       if (kind == ResponseWriter.Kind.FILE) {
         ResponseWriter.sendFile(resp, (java.io.File) b);
+      } else if (kind == ResponseWriter.Kind.CHANNEL) {
+        ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
       } else {
         ResponseWriter.endFixed(resp, b);
       }

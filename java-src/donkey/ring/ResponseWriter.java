@@ -61,7 +61,9 @@ public final class ResponseWriter {
     /** A file: sent by Vert.x without blocking. */
     FILE,
     /** Produced by blocking code: streamed from a worker thread with flow control. */
-    STREAM
+    STREAM,
+    /** A {@link StreamingBody}: the head goes out at once, the application sends chunks later. */
+    CHANNEL
   }
 
   private static final int READ_CHUNK = 32 * 1024;
@@ -85,6 +87,7 @@ public final class ResponseWriter {
     Object body = ((ILookup) response).valAt(BODY);
     if (body == null || body instanceof String || body instanceof byte[]) return Kind.FIXED;
     if (body instanceof File) return Kind.FILE;
+    if (body instanceof StreamingBody) return Kind.CHANNEL;
     if (body instanceof InputStream || body instanceof ISeq) return Kind.STREAM;
     if (isJson(body)) {
       // a record or deftype may implement StreamableResponseBody itself, and then that wins;
