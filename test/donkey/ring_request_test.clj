@@ -123,3 +123,12 @@
     (is (= (count (seq req)) (count req)) "seq")
     (is (map? (:headers req)))
     (is (= (:headers req) (into {} (:headers req))))))
+
+(deftest header-names-of-any-case-are-lower-cased
+  (let [p (promise)]
+    (with-server (capture p) {}
+      (raw (str "GET /c HTTP/1.1\r\nHOST: x\r\nACCEPT: a\r\nUser-Agent: ua\r\nx-forwarded-FOR: 1.2.3.4\r\n"
+                "X-CuStOm-ThInG: y\r\nConnection: close\r\n\r\n"))
+      (is (= {"host" "x" "accept" "a" "user-agent" "ua" "x-forwarded-for" "1.2.3.4"
+              "x-custom-thing" "y" "connection" "close"}
+             (:headers (deref p 5000 nil)))))))

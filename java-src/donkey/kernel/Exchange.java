@@ -59,8 +59,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   /** The {@code :request-timeout} timer, or -1. */
   private volatile long timer = -1;
 
-  /** The {@code raise} callback of an async handler. */
-  final IFn raise = new AFn() {
+  /** The {@code raise} callback of an async handler (made only for async handlers). */
+  private final class Raise extends AFn {
     @Override
     public Object invoke(Object error) {
       Throwable t = error instanceof Throwable ? (Throwable) error
@@ -73,7 +73,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       }
       return null;
     }
-  };
+  }
 
   Exchange(ServerVerticle loop, HttpServerRequest req, ConnectionGuard.State connection) {
     this.loop = loop;
@@ -234,6 +234,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     if (async) {
       loop.runningSince = System.nanoTime();
       loop.running = this;
+      IFn raise = new Raise();
       try {
         handler.invoke(request, this, raise);
       } catch (Throwable t) {

@@ -140,7 +140,7 @@ public final class RequestMap {
     Object[] kv = new Object[n * 2];
     int len = 0;
     for (Map.Entry<String, String> e : in) {
-      String name = e.getKey().toLowerCase(Locale.ROOT);
+      String name = HeaderNames.lower(e.getKey());
       int at = -1;
       for (int i = 0; i < len; i += 2) {
         if (name.equals(kv[i])) { at = i; break; }
@@ -163,7 +163,7 @@ public final class RequestMap {
   private static IPersistentMap bigHeaders(MultiMap in) {
     HashMap<String, String> acc = new HashMap<>();
     for (Map.Entry<String, String> e : in) {
-      String name = e.getKey().toLowerCase(Locale.ROOT);
+      String name = HeaderNames.lower(e.getKey());
       String old = acc.get(name);
       acc.put(name, old == null ? e.getValue() : join(name, old, e.getValue()));
     }
