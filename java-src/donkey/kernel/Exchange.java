@@ -3,11 +3,14 @@ package donkey.kernel;
 import clojure.lang.AFn;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
+import donkey.ring.BodyInputStream;
 import donkey.ring.RequestMap;
-import donkey.route.Route;
-import donkey.route.Router;
+import donkey.ring.ResponseChannel;
 import donkey.ring.ResponseOutputStream;
 import donkey.ring.ResponseWriter;
+import donkey.ring.StreamingBody;
+import donkey.route.Route;
+import donkey.route.Router;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
 import io.vertx.core.Vertx;
@@ -16,15 +19,12 @@ import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
-import donkey.ring.BodyInputStream;
-import donkey.ring.ResponseChannel;
-import donkey.ring.StreamingBody;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * One request from arrival to the end of its response: reads the body, builds the Ring request,
@@ -32,7 +32,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
  * worker executor; an async handler runs on the event loop and its {@code respond}/{@code raise}
- * (this object and {@link #raise}) may be called from any thread, once: the first call wins,
+ * (this object and a {@link Raise}) may be called from any thread, once: the first call wins,
  * later ones are logged and ignored. Fixed bodies and files are always written from the event
  * loop; streamed bodies from a worker thread.
  */
@@ -43,7 +43,10 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   private final ServerVerticle loop;
   private final HttpServerRequest req;
   private final HttpServerResponse resp;
-  private final AtomicBoolean answered = new AtomicBoolean();
+  /** 1 once the request has been answered (response, failure, timeout or error status). */
+  private volatile int answered;
+  private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
+      AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
   private IPersistentMap request;
   /** The handler this request runs: the server's, or the matched route's. */
   private IFn handler;
@@ -65,7 +68,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     public Object invoke(Object error) {
       Throwable t = error instanceof Throwable ? (Throwable) error
           : new IllegalArgumentException("raise called with " + error);
-      if (answered.compareAndSet(false, true)) {
+      if (ANSWERED.compareAndSet(Exchange.this, 0, 1)) {
         cancelTimer();
         fail(t);
       } else {
@@ -172,7 +175,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
           rejected = true;
           in.fail(new IOException("the request body is larger than :max-body-size ("
               + cfg.maxBodySize + " bytes)"));
-          if (answered.compareAndSet(false, true)) {
+          if (ANSWERED.compareAndSet(this, 0, 1)) {
             cancelTimer();
             closeWith(413, "Payload Too Large");
           } else {
@@ -213,7 +216,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       async = false;
       return true;
     }
-    answered.set(true);
+    answered = 1;
     if (m.allow != null) resp.putHeader(HttpHeaders.ALLOW, m.allow);
     if (hasBody) {
       closeWith(m.status, m.message);
@@ -246,7 +249,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       try {
         loop.workers.execute(this);
       } catch (RejectedExecutionException e) {
-        if (answered.compareAndSet(false, true)) {
+        if (ANSWERED.compareAndSet(this, 0, 1)) {
           cancelTimer();
           closeWith(503, "Service Unavailable");
         }
@@ -264,7 +267,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     } catch (Throwable t) {
       error = t;
     }
-    if (!answered.compareAndSet(false, true)) {
+    if (!ANSWERED.compareAndSet(this, 0, 1)) {
       late(response, error);
       return;
     }
@@ -279,7 +282,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   /** The {@code respond} callback of an async handler. */
   @Override
   public Object invoke(Object response) {
-    if (answered.compareAndSet(false, true)) {
+    if (ANSWERED.compareAndSet(this, 0, 1)) {
       cancelTimer();
       complete(response);
     } else {
@@ -294,7 +297,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
    */
   private void timedOut() {
     timer = -1;
-    if (!answered.compareAndSet(false, true)) return;
+    if (!ANSWERED.compareAndSet(this, 0, 1)) return;
     LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; answered 503",
         where(), loop.config.requestTimeoutMs);
     if (resp.headWritten()) {
