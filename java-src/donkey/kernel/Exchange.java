@@ -39,6 +39,8 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 final class Exchange extends AFn implements Runnable, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
   private static final String ERROR_500 = "Internal Server Error";
+  /** Body bytes read and dropped after an early error answer before the connection is closed. */
+  private static final long DRAIN_LIMIT = 4L * 1024 * 1024;
 
   private final ServerVerticle loop;
   private final HttpServerRequest req;
@@ -117,7 +119,12 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       return;
     }
     if (length > cfg.maxBodySize) {
-      closeWith(413, "Payload Too Large");
+      answered = 1;
+      if (length - cfg.maxBodySize > DRAIN_LIMIT) {
+        closeWith(413, "Payload Too Large");
+      } else {
+        rejectBody(413, "Payload Too Large");
+      }
       return;
     }
     if (req.headers().contains(HttpHeaders.EXPECT, HttpHeaders.CONTINUE, true)) {
@@ -140,9 +147,9 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     req.handler(chunk -> {
       if (rejected) return;
       if ((long) body.length() + chunk.length() > cfg.maxBodySize) {
-        rejected = true;
         body = null;
-        closeWith(413, "Payload Too Large");
+        answered = 1;
+        rejectBody(413, "Payload Too Large");
         return;
       }
       body.appendBuffer(chunk);
@@ -177,7 +184,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
               + cfg.maxBodySize + " bytes)"));
           if (ANSWERED.compareAndSet(this, 0, 1)) {
             cancelTimer();
-            closeWith(413, "Payload Too Large");
+            rejectBody(413, "Payload Too Large");
           } else {
             req.connection().close();
           }
@@ -432,6 +439,25 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       resp.setStatusCode(500);
       plain(ERROR_500);
     });
+  }
+
+  /**
+   * Event loop: answers {@code status} at once, then reads and drops the rest of the request
+   * body, so the client (which may still be sending) gets to read the answer: closing a socket
+   * with unread input would reset the connection and lose it. Past {@link #DRAIN_LIMIT} dropped
+   * bytes the connection is closed after all.
+   */
+  private void rejectBody(int status, String message) {
+    rejected = true;
+    long[] dropped = {0};
+    req.handler(chunk -> {
+      dropped[0] += chunk.length();
+      if (dropped[0] > DRAIN_LIMIT) req.connection().close();
+    });
+    if (resp.closed() || resp.ended()) return;
+    resp.setStatusCode(status);
+    resp.headers().clear();
+    plain(message);
   }
 
   /** Event loop: answers {@code status} with a short text body and closes the connection. */
