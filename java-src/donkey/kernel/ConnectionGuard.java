@@ -10,9 +10,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The connections of one event loop: enforces {@code :max-connections} (shared by every loop
- * of a server) and {@code :header-timeout} (a connection must deliver each complete request
- * head within that time of opening or of its previous response, so a client trickling header
- * bytes, slowloris-style, cannot hold a connection forever).
+ * of a server), {@code :header-timeout} (a connection must deliver each complete request head
+ * within that time of opening or of its previous response, so a client trickling header bytes,
+ * slowloris-style, cannot hold a connection forever) and {@code :request-timeout} (a handler
+ * that has not answered in time gets its client a 503). Both timeouts are checked by a sweep
+ * every {@link #sweepPeriodMs} rather than a timer per request, which would cost more than
+ * the rest of a small request's bookkeeping.
  *
  * <p>Threading: every method runs on the owning event loop, except that {@link #open} is
  * shared between loops (atomic).
@@ -25,12 +28,29 @@ final class ConnectionGuard {
     int started;
     int ended;
     long idleSince = System.nanoTime();
+    /** The request being served (HTTP/1.x serves one at a time per connection), or null. */
+    Exchange current;
+    /** The peer's address, formatted once per connection. */
+    String remoteAddress;
+    /** Set once an answer said Connection: close; requests read after it are not served. */
+    boolean closing;
+  }
+
+  /** How often the sweep runs: a quarter of the shortest timeout, within 50..1000 ms. */
+  static long sweepPeriodMs(ServerConfig config) {
+    long shortest = Long.MAX_VALUE;
+    if (config.headerTimeoutMs > 0) shortest = config.headerTimeoutMs;
+    if (config.requestTimeoutMs > 0) shortest = Math.min(shortest, config.requestTimeoutMs);
+    return Math.max(50, Math.min(1000, shortest / 4));
   }
 
   private final ServerConfig config;
   private final AtomicInteger open;
   private final Map<HttpConnection, State> connections = new IdentityHashMap<>();
   private long lastRefusalLog;
+  /** A one-entry cache of the last lookup: pipelined requests arrive on the same connection. */
+  private HttpConnection lastConnection;
+  private State lastState;
 
   ConnectionGuard(ServerConfig config, AtomicInteger open) {
     this.config = config;
@@ -55,12 +75,23 @@ final class ConnectionGuard {
     connections.put(c, s);
     c.closeHandler(v -> {
       if (connections.remove(c) != null) open.decrementAndGet();
+      if (lastConnection == c) {
+        lastConnection = null;
+        lastState = null;
+      }
     });
   }
 
   /** A request head arrived on {@code c}; returns its state (null when untracked). */
   State requestStarted(HttpConnection c) {
-    State s = connections.get(c);
+    State s;
+    if (c == lastConnection) {
+      s = lastState;
+    } else {
+      s = connections.get(c);
+      lastConnection = c;
+      lastState = s;
+    }
     if (s != null) s.started++;
     return s;
   }
@@ -68,24 +99,41 @@ final class ConnectionGuard {
   /** The response to a request of {@code s} has ended. */
   static void responseEnded(State s) {
     s.ended++;
+    s.current = null;
     s.idleSince = System.nanoTime();
   }
 
-  /** Closes connections that have waited too long for a complete request head. */
+  /**
+   * Closes connections that have waited too long for a complete request head, and answers 503
+   * for requests whose handler has not answered within {@code :request-timeout}.
+   */
   void sweep() {
-    long limit = config.headerTimeoutMs * 1_000_000L;
-    if (limit <= 0 || connections.isEmpty()) return;
+    if (connections.isEmpty()) return;
+    long headerLimit = config.headerTimeoutMs * 1_000_000L;
+    long requestLimit = config.requestTimeoutMs * 1_000_000L;
     long now = System.nanoTime();
     List<HttpConnection> late = null;
+    List<Exchange> timedOut = null;
     for (Map.Entry<HttpConnection, State> e : connections.entrySet()) {
       State s = e.getValue();
-      if (s.started == s.ended && now - s.idleSince > limit) {
-        if (late == null) late = new ArrayList<>();
-        late.add(e.getKey());
+      if (s.started == s.ended) {
+        if (headerLimit > 0 && now - s.idleSince > headerLimit) {
+          if (late == null) late = new ArrayList<>();
+          late.add(e.getKey());
+        }
+      } else {
+        Exchange x = s.current;
+        if (requestLimit > 0 && x != null && x.unanswered() && now - x.dispatchedAt > requestLimit) {
+          if (timedOut == null) timedOut = new ArrayList<>();
+          timedOut.add(x);
+        }
       }
     }
     if (late != null) {
       for (HttpConnection c : late) c.close();
+    }
+    if (timedOut != null) {
+      for (Exchange x : timedOut) x.timedOut();
     }
   }
 

@@ -13,7 +13,6 @@ import donkey.route.Route;
 import donkey.route.Router;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
-import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
@@ -61,8 +60,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   private final ConnectionGuard.State connection;
   /** The streamed body of a blocking handler's request, or null. */
   private BodyInputStream bodyStream;
-  /** The {@code :request-timeout} timer, or -1. */
-  private volatile long timer = -1;
+  /** When the handler was started (System.nanoTime()), for {@code :request-timeout}. */
+  long dispatchedAt;
 
   /** The {@code raise} callback of an async handler (made only for async handlers). */
   private final class Raise extends AFn {
@@ -71,8 +70,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       Throwable t = error instanceof Throwable ? (Throwable) error
           : new IllegalArgumentException("raise called with " + error);
       if (ANSWERED.compareAndSet(Exchange.this, 0, 1)) {
-        cancelTimer();
-        fail(t);
+          fail(t);
       } else {
         late(null, t);
       }
@@ -100,7 +98,16 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   void start() {
     ServerConfig cfg = loop.config;
     String cl = req.getHeader(HttpHeaders.CONTENT_LENGTH);
-    boolean chunked = req.headers().contains(HttpHeaders.TRANSFER_ENCODING);
+    String te = req.getHeader(HttpHeaders.TRANSFER_ENCODING);
+    boolean chunked = te != null;
+    if (chunked && (cl != null || !"chunked".equalsIgnoreCase(te.trim())
+        || req.headers().getAll(HttpHeaders.TRANSFER_ENCODING).size() > 1)) {
+      // RFC 9112 6.1/6.3: only a lone "chunked" is framing we can trust; anything else
+      // (another coding, a list, Content-Length beside it) is how requests get smuggled.
+      answered = 1;
+      closeWith(400, "Bad Request: unsupported or ambiguous Transfer-Encoding");
+      return;
+    }
     if (!route(cfg, cl != null || chunked)) return;
     long length = 0;
     if (cl != null) {
@@ -173,8 +180,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     bodyStream = in;
     if (connection == null) resp.endHandler(this);
     long[] received = {0};
-    req.exceptionHandler(t -> in.fail(new IOException("the client closed the connection while "
-        + "sending the request body")));
+    req.exceptionHandler(t -> in.fail(new IOException("the request body could not be read: "
+        + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t)));
     req.handler(chunk -> {
       received[0] += chunk.length();
       if (received[0] > cfg.maxBodySize) {
@@ -183,8 +190,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
           in.fail(new IOException("the request body is larger than :max-body-size ("
               + cfg.maxBodySize + " bytes)"));
           if (ANSWERED.compareAndSet(this, 0, 1)) {
-            cancelTimer();
-            rejectBody(413, "Payload Too Large");
+              rejectBody(413, "Payload Too Large");
           } else {
             req.connection().close();
           }
@@ -237,10 +243,14 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   /** Event loop: builds the Ring request and runs the handler in its mode. */
   private void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
-    request = RequestMap.build(req, in, cfg.trustForwardedFor, pathParams);
-    if (cfg.requestTimeoutMs > 0) {
-      timer = loop.eventLoop.owner().setTimer(cfg.requestTimeoutMs, id -> timedOut());
+    String peer = null;
+    if (connection != null) {
+      peer = connection.remoteAddress;
+      if (peer == null) peer = connection.remoteAddress = req.remoteAddress().hostAddress();
     }
+    request = RequestMap.build(req, in, cfg.trustForwardedFor, pathParams, peer);
+    dispatchedAt = System.nanoTime();
+    if (connection != null) connection.current = this;
     if (async) {
       loop.runningSince = System.nanoTime();
       loop.running = this;
@@ -257,7 +267,6 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
         loop.workers.execute(this);
       } catch (RejectedExecutionException e) {
         if (ANSWERED.compareAndSet(this, 0, 1)) {
-          cancelTimer();
           closeWith(503, "Service Unavailable");
         }
       }
@@ -278,7 +287,6 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       late(response, error);
       return;
     }
-    cancelTimer();
     if (error != null) {
       fail(error);
     } else {
@@ -290,7 +298,6 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   @Override
   public Object invoke(Object response) {
     if (ANSWERED.compareAndSet(this, 0, 1)) {
-      cancelTimer();
       complete(response);
     } else {
       late(response, null);
@@ -298,12 +305,17 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     return null;
   }
 
+  /** True while the handler has not answered. */
+  boolean unanswered() {
+    return answered == 0;
+  }
+
   /**
-   * Event loop: the handler did not answer within {@code :request-timeout}; answers 503. The
-   * handler's thread is not interrupted; whatever it answers later is dropped and logged.
+   * Event loop (the connection sweep): the handler did not answer within
+   * {@code :request-timeout}; answers 503. The handler's thread is not interrupted; whatever
+   * it answers later is dropped and logged.
    */
-  private void timedOut() {
-    timer = -1;
+  void timedOut() {
     if (!ANSWERED.compareAndSet(this, 0, 1)) return;
     LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; answered 503",
         where(), loop.config.requestTimeoutMs);
@@ -330,13 +342,6 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     ResponseWriter.discard(response);
   }
 
-  private void cancelTimer() {
-    long t = timer;
-    if (t >= 0) {
-      timer = -1;
-      loop.eventLoop.owner().cancelTimer(t);
-    }
-  }
 
   /** Any thread: sends a handler's response from the right thread for its body. */
   private void complete(Object response) {
@@ -369,14 +374,14 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
     if (resp.closed()) return;
     try {
-      ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
+      boolean framing = ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
       Object b = r.valAt(ResponseWriter.BODY);
       if (kind == ResponseWriter.Kind.FILE) {
         ResponseWriter.sendFile(resp, (java.io.File) b);
       } else if (kind == ResponseWriter.Kind.CHANNEL) {
         ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
       } else {
-        ResponseWriter.endFixed(resp, b);
+        ResponseWriter.endFixed(resp, b, framing);
       }
     } catch (Throwable t) {
       fail(t);
@@ -425,8 +430,9 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
         try {
           Object r = onError.invoke(request, t);
           if (ResponseWriter.classify(r, null) == ResponseWriter.Kind.FIXED) {
-            ResponseWriter.writeHead(resp, (IPersistentMap) r, loop.date, loop.serverHeader);
-            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY));
+            boolean framing = ResponseWriter.writeHead(resp, (IPersistentMap) r, loop.date,
+                loop.serverHeader);
+            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY), framing);
             return;
           }
           LOG.log(Level.ERROR, "the :error-handler for " + where()
@@ -462,13 +468,22 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
 
   /** Event loop: answers {@code status} with a short text body and closes the connection. */
   private void closeWith(int status, String message) {
-    if (resp.closed() || resp.ended()) return;
+    if (connection != null) connection.closing = true;
+    if (resp.closed() || resp.ended()) {
+      req.connection().close();
+      return;
+    }
     String allow = resp.headers().get(HttpHeaders.ALLOW);
     resp.setStatusCode(status);
     resp.headers().clear();
     if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
     resp.putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
-    plain(message);
+    // Vert.x would wait for the rest of the request before closing; requests already read
+    // behind this one are dropped (ServerVerticle skips a closing connection's requests).
+    resp.putHeader(HttpHeaders.DATE, loop.date);
+    if (loop.serverHeader != null) resp.putHeader(HttpHeaders.SERVER, loop.serverHeader);
+    resp.putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8");
+    resp.end(message).onComplete(v -> req.connection().close());
   }
 
   private void plain(String message) {
@@ -484,7 +499,9 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
    * connection is gone and there is nothing left to write: the task is dropped and logged.
    */
   private void onLoop(Runnable r) {
-    if (Vertx.currentContext() == loop.eventLoop) {
+    // Not Vertx.currentContext(): Vert.x 5 runs request handlers on a duplicate of the loop's
+    // context, so comparing contexts would always hop, and a hop costs a flush per response.
+    if (Thread.currentThread() == loop.thread) {
       r.run();
       return;
     }

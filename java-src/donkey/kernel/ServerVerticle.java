@@ -28,12 +28,15 @@ final class ServerVerticle extends VerticleBase {
   volatile CharSequence date;
   /** This verticle's event-loop context; set in {@link #start}. */
   volatile io.vertx.core.Context eventLoop;
+  /** The thread of {@link #eventLoop}; set in {@link #start}. */
+  volatile Thread thread;
   /** The request whose non-blocking handler this loop is running now, or null (watchdog). */
   volatile Exchange running;
   /** When {@link #running} started, in System.nanoTime(). */
   volatile long runningSince;
   private final ConnectionGuard guard;
   private long timer = -1;
+  private long sweeper = -1;
   private HttpServer http;
 
   ServerVerticle(ServerConfig config, ExecutorService workers, int port,
@@ -48,11 +51,10 @@ final class ServerVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     eventLoop = context;
+    thread = Thread.currentThread();
     date = HttpDate.now();
-    timer = vertx.setPeriodic(1000, id -> {
-      date = HttpDate.now();
-      guard.sweep();
-    });
+    timer = vertx.setPeriodic(1000, id -> date = HttpDate.now());
+    sweeper = vertx.setPeriodic(ConnectionGuard.sweepPeriodMs(config), id -> guard.sweep());
     HttpServerOptions opts = new HttpServerOptions()
         .setMaxInitialLineLength(config.maxInitialLineLength)
         .setMaxHeaderSize(config.maxHeaderSize)
@@ -65,7 +67,7 @@ final class ServerVerticle extends VerticleBase {
         .setIdleTimeoutUnit(java.util.concurrent.TimeUnit.MILLISECONDS);
     http = vertx.createHttpServer(opts)
         .connectionHandler(guard::accept)
-        .requestHandler(r -> new Exchange(this, r, guard.requestStarted(r.connection())).start())
+        .requestHandler(this::request)
         .invalidRequestHandler(this::invalid);
     // A negative port asks Vert.x for one random port shared by every instance that asks for
     // the same negative port; SocketAddress.inetSocketAddress refuses it, the impl does not.
@@ -76,8 +78,20 @@ final class ServerVerticle extends VerticleBase {
   @Override
   public Future<?> stop() {
     vertx.cancelTimer(timer);
+    vertx.cancelTimer(sweeper);
     return http == null ? Future.succeededFuture()
         : http.shutdown(Duration.ofMillis(config.shutdownTimeoutMs));
+  }
+
+  /** Event loop: a request head has arrived. */
+  private void request(HttpServerRequest r) {
+    ConnectionGuard.State s = guard.requestStarted(r.connection());
+    if (s != null && s.closing) {
+      // pipelined behind an answer that closes the connection: never served
+      s.ended++;
+      return;
+    }
+    new Exchange(this, r, s).start();
   }
 
   /**

@@ -54,30 +54,38 @@ public final class RequestMap {
 
   private RequestMap() {}
 
+  /** {@link #build(HttpServerRequest, InputStream, boolean, IPersistentMap, String)} without a cached peer address. */
+  public static IPersistentMap build(HttpServerRequest req, InputStream body,
+                                     boolean trustForwardedFor, IPersistentMap pathParams) {
+    return build(req, body, trustForwardedFor, pathParams, null);
+  }
+
   /**
    * The Ring request map of {@code req}.
    *
    * @param body the request body, or null when the request has none
    * @param trustForwardedFor take {@code :remote-addr} from X-Forwarded-For when present
    * @param pathParams the {@code :path-params} of a route match, or null without a route table
+   * @param peer the socket peer's address when the caller has it cached, else null
    */
   public static IPersistentMap build(HttpServerRequest req, InputStream body,
-                                     boolean trustForwardedFor, IPersistentMap pathParams) {
+                                     boolean trustForwardedFor, IPersistentMap pathParams,
+                                     String peer) {
     MultiMap headers = req.headers();
-    SocketAddress local = req.localAddress();
     HostAndPort authority = req.authority();
     String serverName;
     int serverPort;
-    if (authority != null) {
+    if (authority != null && authority.port() >= 0) {
       serverName = authority.host();
-      serverPort = authority.port() >= 0 ? authority.port() : local.port();
+      serverPort = authority.port();
     } else {
-      serverName = local.hostAddress();
+      SocketAddress local = req.localAddress();
+      serverName = authority != null ? authority.host() : local.hostAddress();
       serverPort = local.port();
     }
     String remote = null;
     if (trustForwardedFor) remote = firstForwardedFor(headers.get("x-forwarded-for"));
-    if (remote == null) remote = req.remoteAddress().hostAddress();
+    if (remote == null) remote = peer != null ? peer : req.remoteAddress().hostAddress();
 
     Object[] kv = new Object[pathParams == null ? 20 : 22];
     kv[0] = SERVER_PORT;

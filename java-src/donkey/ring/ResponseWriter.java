@@ -108,21 +108,24 @@ public final class ResponseWriter {
    *
    * @param date the cached HTTP date of the event loop
    * @param server the {@code Server} header value, or null for none
+   * @return true when the handler set {@code Content-Length} or {@code Transfer-Encoding}
    */
-  public static void writeHead(HttpServerResponse resp, IPersistentMap response,
-                               CharSequence date, CharSequence server) {
+  public static boolean writeHead(HttpServerResponse resp, IPersistentMap response,
+                                  CharSequence date, CharSequence server) {
     resp.setStatusCode(status(response.valAt(STATUS)));
     MultiMap out = resp.headers();
     out.set(io.vertx.core.http.HttpHeaders.DATE, date);
     if (server != null) out.set(io.vertx.core.http.HttpHeaders.SERVER, server);
     Object headers = response.valAt(HEADERS);
-    if (headers == null) return;
+    if (headers == null) return false;
+    boolean framing = false;
     if (!(headers instanceof Map)) {
       throw new IllegalArgumentException(":headers must be a map, got " + headers.getClass().getName());
     }
     for (Object o : ((Map<?, ?>) headers).entrySet()) {
       Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
       String name = headerName(e.getKey());
+      framing |= isFraming(name);
       Object v = e.getValue();
       if (v instanceof String) {
         out.set(name, checkValue(name, (String) v));
@@ -135,6 +138,13 @@ public final class ResponseWriter {
         out.set(name, checkValue(name, v.toString()));
       }
     }
+    return framing;
+  }
+
+  /** True for Content-Length and Transfer-Encoding, which the writer owns for fixed bodies. */
+  private static boolean isFraming(String name) {
+    return name.length() == 14 && name.equalsIgnoreCase("content-length")
+        || name.length() == 17 && name.equalsIgnoreCase("transfer-encoding");
   }
 
   /** True for a body written as JSON: a Clojure map or vector that is not a seq. */
@@ -149,14 +159,18 @@ public final class ResponseWriter {
    * is replaced. A map or vector is serialized before anything else is done, so a body that
    * cannot be written throws with the response untouched. Event loop only.
    *
+   * @param handlerFraming what {@link #writeHead} returned: whether there is a handler-set
+   *     framing header to replace
    * @throws IllegalArgumentException when a map or vector body cannot be written as JSON, or
    *     the body is of no FIXED type
    */
-  public static void endFixed(HttpServerResponse resp, Object body) {
+  public static void endFixed(HttpServerResponse resp, Object body, boolean handlerFraming) {
     Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
     MultiMap h = resp.headers();
-    h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
-    h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
+    if (handlerFraming) {
+      h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
+      h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
+    }
     if (body == null) {
       resp.end();
     } else if (body instanceof String) {

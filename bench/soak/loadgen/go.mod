@@ -1,0 +1,3 @@
+module donkey/soak-loadgen
+
+go 1.19
