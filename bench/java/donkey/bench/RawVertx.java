@@ -1,0 +1,93 @@
+package donkey.bench;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The bench's ceiling: the TechEmpower plaintext and JSON endpoints written directly on
+ * Vert.x 5, one event loop, no framework. Same transport and server options as donkey's
+ * kernel leaves at their defaults (NIO, TCP_NODELAY), same {@code Date}/{@code Server} headers,
+ * JSON serialized with Jackson on every request.
+ *
+ * <p>Usage: {@code java -cp ... donkey.bench.RawVertx PORT}
+ */
+public final class RawVertx {
+  private static final DateTimeFormatter DATE_FORMAT =
+      DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US);
+  private static final CharSequence SERVER = HttpHeaders.createOptimized("raw-vertx");
+  private static final CharSequence TEXT_PLAIN = HttpHeaders.createOptimized("text/plain");
+  private static final CharSequence APPLICATION_JSON =
+      HttpHeaders.createOptimized("application/json");
+  private static final Buffer HELLO = Buffer.buffer("Hello, World!");
+  private static final CharSequence HELLO_LENGTH =
+      HttpHeaders.createOptimized(Integer.toString(HELLO.length()));
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  /** Refreshed once a second by an event-loop timer; read only on the same event loop. */
+  private CharSequence date = now();
+
+  private RawVertx() {}
+
+  private static CharSequence now() {
+    return HttpHeaders.createOptimized(DATE_FORMAT.format(ZonedDateTime.now(ZoneOffset.UTC)));
+  }
+
+  private void handle(HttpServerRequest req) {
+    HttpServerResponse resp = req.response();
+    String path = req.path();
+    if (req.method() != HttpMethod.GET) {
+      resp.setStatusCode(405).end();
+    } else if ("/plaintext".equals(path)) {
+      resp.headers()
+          .add(HttpHeaders.CONTENT_TYPE, TEXT_PLAIN)
+          .add(HttpHeaders.CONTENT_LENGTH, HELLO_LENGTH)
+          .add(HttpHeaders.SERVER, SERVER)
+          .add(HttpHeaders.DATE, date);
+      resp.end(HELLO);
+    } else if ("/json".equals(path)) {
+      byte[] json;
+      try {
+        json = MAPPER.writeValueAsBytes(Map.of("message", "Hello, World!"));
+      } catch (JsonProcessingException e) {
+        resp.setStatusCode(500).end();
+        return;
+      }
+      resp.headers()
+          .add(HttpHeaders.CONTENT_TYPE, APPLICATION_JSON)
+          .add(HttpHeaders.CONTENT_LENGTH, Integer.toString(json.length))
+          .add(HttpHeaders.SERVER, SERVER)
+          .add(HttpHeaders.DATE, date);
+      resp.end(Buffer.buffer(json));
+    } else {
+      resp.setStatusCode(404).end();
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    int port = args.length > 0 ? Integer.parseInt(args[0]) : 8080;
+    Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1));
+    RawVertx app = new RawVertx();
+    // The server is created from main, so Vert.x gives it an event-loop context; the timer is
+    // scheduled on that same context so `date` is only ever touched by the one loop.
+    vertx.runOnContext(v -> vertx.setPeriodic(1000, id -> app.date = now()));
+    vertx.createHttpServer(new HttpServerOptions().setPort(port).setHost("127.0.0.1")
+            .setTcpNoDelay(true))
+        .requestHandler(app::handle)
+        .listen()
+        .await();
+    System.out.println("raw-vertx listening on 127.0.0.1:" + port);
+  }
+}

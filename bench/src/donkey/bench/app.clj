@@ -1,0 +1,97 @@
+(ns donkey.bench.app
+  "The TechEmpower-style app `make bench` measures (bench/run.sh): `GET /plaintext` and
+  `GET /json`, written against donkey's public API, in the variants the bench compares:
+
+    donkey-nb    a route table with 3-arity `:handler-mode :non-blocking` handlers, run on the
+                 event loop
+    donkey-sync  a plain sync Ring handler through `run-server`: the drop-in case
+    donkey-vt    the same sync handler with `:virtual-threads? true` (Java 21+)
+    jetty        the same sync handler on ring-jetty-adapter 1.8.2 (Jetty 9.4), what most Ring
+                 services run today
+
+  Every donkey variant runs with `:event-loops 1`. The JSON body is built per request: a fresh
+  `{\"message\" \"Hello, World!\"}` map, handed to the kernel's JSON codec when the kernel has one
+  (`donkey.codec.Json`), else serialized here with a Jackson ObjectMapper. Jetty always gets the
+  app-serialized bytes. The system property `donkey.bench.json` (`kernel` or `app`) overrides
+  the choice.
+
+  Usage: java -cp ... clojure.main -m donkey.bench.app VARIANT PORT"
+  (:require [donkey.server :as server])
+  (:import (com.fasterxml.jackson.databind ObjectMapper)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private ^ObjectMapper mapper (ObjectMapper.))
+
+(def ^:private ^String hello "Hello, World!")
+
+(def ^:private kernel-json?
+  "True when the kernel serializes a map :body to JSON itself."
+  (case (System/getProperty "donkey.bench.json")
+    "kernel" true
+    "app" false
+    (some? (try (Class/forName "donkey.codec.Json") (catch ClassNotFoundException _ nil)))))
+
+(defn- message
+  "A new map per call: the literal is not a constant because `s` is a local."
+  [^String s]
+  {"message" s})
+
+(def ^:private plaintext-headers {"Content-Type" "text/plain"})
+(def ^:private json-headers {"Content-Type" "application/json"})
+
+(defn- plaintext-response []
+  {:status 200 :headers plaintext-headers :body hello})
+
+(defn- app-json-response []
+  {:status 200 :headers json-headers :body (.writeValueAsBytes mapper (message hello))})
+
+(defn- kernel-json-response []
+  {:status 200 :headers json-headers :body (message hello)})
+
+(def ^:private not-found {:status 404 :headers plaintext-headers :body "Not Found"})
+
+(defn- sync-handler
+  "A plain Ring handler, as a ring-jetty service would have it."
+  [json-response]
+  (fn [request]
+    (case (:uri request)
+      "/plaintext" (plaintext-response)
+      "/json" (json-response)
+      not-found)))
+
+(defn- route-table
+  "The non-blocking variant: the kernel routes, the handlers run on the event loop."
+  [json-response]
+  {:routes [{:path "/plaintext" :methods [:get] :handler-mode :non-blocking
+             :handler (fn [_request respond _raise] (respond (plaintext-response)))}
+            {:path "/json" :methods [:get] :handler-mode :non-blocking
+             :handler (fn [_request respond _raise] (respond (json-response)))}]})
+
+(def ^:private donkey-opts {:host "127.0.0.1" :event-loops 1 :join? true})
+
+(defn -main [& [variant port]]
+  (when-not (and variant port)
+    (binding [*out* *err*] (println "usage: donkey.bench.app donkey-nb|donkey-sync|donkey-vt|jetty PORT"))
+    (System/exit 2))
+  (let [port (Integer/parseInt port)
+        donkey-json (if kernel-json? kernel-json-response app-json-response)
+        json-mode (fn [kernel?] (if kernel? "kernel codec" "app-side Jackson ObjectMapper"))
+        announce (fn [json] (println (str "bench app " variant " on 127.0.0.1:" port
+                                          " (JSON: " json ", Java "
+                                          (System/getProperty "java.version") ", Clojure "
+                                          (clojure-version) ")")))]
+    (case variant
+      "donkey-nb" (do (announce (json-mode kernel-json?))
+                      (server/run-server (route-table donkey-json) (assoc donkey-opts :port port)))
+      "donkey-sync" (do (announce (json-mode kernel-json?))
+                        (server/run-server (sync-handler donkey-json) (assoc donkey-opts :port port)))
+      "donkey-vt" (do (announce (json-mode kernel-json?))
+                      (server/run-server (sync-handler donkey-json)
+                                         (assoc donkey-opts :port port :virtual-threads? true)))
+      "jetty" (let [run-jetty (requiring-resolve 'ring.adapter.jetty/run-jetty)]
+                (announce (json-mode false))
+                (run-jetty (sync-handler app-json-response)
+                           {:host "127.0.0.1" :port port :join? true}))
+      (do (binding [*out* *err*] (println "unknown variant" variant))
+          (System/exit 2)))))
