@@ -32,8 +32,9 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
  * worker executor; an async handler runs on the event loop and its {@code respond}/{@code raise}
  * (this object and a {@link Raise}) may be called from any thread, once: the first call wins,
- * later ones are logged and ignored. Fixed bodies and files are always written from the event
- * loop; streamed bodies from a worker thread.
+ * later ones are logged and ignored. Fixed bodies and files are written from the thread that
+ * answered (Vert.x queues writes from other threads onto the loop); streamed bodies from a
+ * worker thread; channel bodies are opened on the event loop.
  */
 final class Exchange extends AFn implements Runnable, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
@@ -365,12 +366,17 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       } else {
         stream(r);
       }
-    } else {
+    } else if (kind == ResponseWriter.Kind.CHANNEL) {
       onLoop(() -> writeNow(r, kind));
+    } else {
+      // A fixed body or a file is written from the thread that has it: Vert.x queues writes
+      // from other threads and drains them on the loop in batches with one flush, where a
+      // task per response would flush once per response.
+      writeNow(r, kind);
     }
   }
 
-  /** Event loop: writes a fixed or file body. */
+  /** Any thread (the event loop for a CHANNEL body): writes a fixed, file or channel body. */
   private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
     if (resp.closed()) return;
     try {
