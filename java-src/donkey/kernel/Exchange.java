@@ -50,6 +50,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
       AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
   private IPersistentMap request;
+  /** The request's headers, scanned once. */
+  private RequestMap.Head head;
   /** The handler this request runs: the server's, or the matched route's. */
   private IFn handler;
   private boolean async;
@@ -98,11 +100,12 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   /** Event loop: routes, reads the body when there is one, then dispatches. */
   void start() {
     ServerConfig cfg = loop.config;
-    String cl = req.getHeader(HttpHeaders.CONTENT_LENGTH);
-    String te = req.getHeader(HttpHeaders.TRANSFER_ENCODING);
+    head = RequestMap.scan(req.headers());
+    String cl = head.contentLength;
+    String te = head.transferEncoding;
     boolean chunked = te != null;
-    if (chunked && (cl != null || !"chunked".equalsIgnoreCase(te.trim())
-        || req.headers().getAll(HttpHeaders.TRANSFER_ENCODING).size() > 1)) {
+    // (repeated Transfer-Encoding or Content-Length headers arrive joined with ',')
+    if (chunked && (cl != null || !"chunked".equalsIgnoreCase(te.trim()))) {
       // RFC 9112 6.1/6.3: only a lone "chunked" is framing we can trust; anything else
       // (another coding, a list, Content-Length beside it) is how requests get smuggled.
       answered = 1;
@@ -135,7 +138,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       }
       return;
     }
-    if (req.headers().contains(HttpHeaders.EXPECT, HttpHeaders.CONTINUE, true)) {
+    if (head.expect != null && "100-continue".equalsIgnoreCase(head.expect.trim())) {
       resp.writeContinue();
     }
     if (async) {
@@ -216,8 +219,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       async = cfg.async;
       return true;
     }
-    Router.Match m = cfg.router.match(req.method().name(), req.path(),
-        req.getHeader(HttpHeaders.CONTENT_TYPE), req.getHeader(HttpHeaders.ACCEPT));
+    Router.Match m = cfg.router.match(req.method().name(), req.path(), head.contentType,
+        head.accept);
     if (m.status == 0) {
       route = m.route;
       handler = m.route.handler();
@@ -249,7 +252,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       peer = connection.remoteAddress;
       if (peer == null) peer = connection.remoteAddress = req.remoteAddress().hostAddress();
     }
-    request = RequestMap.build(req, in, cfg.trustForwardedFor, pathParams, peer);
+    request = RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, peer);
     dispatchedAt = System.nanoTime();
     if (connection != null) connection.current = this;
     if (async) {

@@ -54,37 +54,134 @@ public final class RequestMap {
 
   private RequestMap() {}
 
-  /** {@link #build(HttpServerRequest, InputStream, boolean, IPersistentMap, String)} without a cached peer address. */
+  /**
+   * A request's headers as Ring's {@code :headers} map, plus the values the kernel itself
+   * needs, picked up in the same single pass so no header is looked up twice.
+   */
+  public static final class Head {
+    public final IPersistentMap headers;
+    public String contentLength;
+    public String transferEncoding;
+    public String contentType;
+    public String accept;
+    public String expect;
+    public String host;
+    public String forwardedFor;
+
+    Head(IPersistentMap headers) {
+      this.headers = headers;
+    }
+
+    void pick(String name, String value) {
+      // names come from HeaderNames, so the common ones are these very (interned) instances
+      if (name == "content-length") {
+        contentLength = value;
+      } else if (name == "transfer-encoding") {
+        transferEncoding = value;
+      } else if (name == "content-type") {
+        contentType = value;
+      } else if (name == "accept") {
+        accept = value;
+      } else if (name == "expect") {
+        expect = value;
+      } else if (name == "host") {
+        host = value;
+      } else if (name == "x-forwarded-for") {
+        forwardedFor = value;
+      }
+    }
+  }
+
+  /** Event loop: one pass over the request's headers. */
+  public static Head scan(MultiMap in) {
+    int n = in.size();
+    if (n == 0) return new Head(PersistentArrayMap.EMPTY);
+    if (n > SMALL_HEADERS) {
+      HashMap<String, String> acc = new HashMap<>();
+      for (Map.Entry<String, String> e : in) {
+        String name = HeaderNames.lower(e.getKey());
+        String old = acc.get(name);
+        acc.put(name, old == null ? e.getValue() : join(name, old, e.getValue()));
+      }
+      Head h = new Head(PersistentHashMap.create(acc));
+      for (Map.Entry<String, String> e : acc.entrySet()) h.pick(e.getKey(), e.getValue());
+      return h;
+    }
+    Object[] kv = new Object[n * 2];
+    int len = 0;
+    for (Map.Entry<String, String> e : in) {
+      String name = HeaderNames.lower(e.getKey());
+      int at = -1;
+      for (int i = 0; i < len; i += 2) {
+        if (name.equals(kv[i])) {
+          at = i;
+          break;
+        }
+      }
+      if (at < 0) {
+        kv[len++] = name;
+        kv[len++] = e.getValue();
+      } else {
+        kv[at + 1] = join(name, (String) kv[at + 1], e.getValue());
+      }
+    }
+    if (len < kv.length) {
+      Object[] exact = new Object[len];
+      System.arraycopy(kv, 0, exact, 0, len);
+      kv = exact;
+    }
+    Head h = new Head(len <= 16 ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv));
+    for (int i = 0; i < len; i += 2) h.pick((String) kv[i], (String) kv[i + 1]);
+    return h;
+  }
+
+  /** The Ring request map of {@code req}, scanning its headers here. */
   public static IPersistentMap build(HttpServerRequest req, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams) {
-    return build(req, body, trustForwardedFor, pathParams, null);
+    return build(req, scan(req.headers()), body, trustForwardedFor, pathParams, null);
   }
 
   /**
    * The Ring request map of {@code req}.
    *
+   * @param head the request's scanned headers ({@link #scan})
    * @param body the request body, or null when the request has none
    * @param trustForwardedFor take {@code :remote-addr} from X-Forwarded-For when present
    * @param pathParams the {@code :path-params} of a route match, or null without a route table
    * @param peer the socket peer's address when the caller has it cached, else null
    */
-  public static IPersistentMap build(HttpServerRequest req, InputStream body,
+  public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams,
                                      String peer) {
-    MultiMap headers = req.headers();
-    HostAndPort authority = req.authority();
-    String serverName;
-    int serverPort;
-    if (authority != null && authority.port() >= 0) {
-      serverName = authority.host();
-      serverPort = authority.port();
+    String serverName = null;
+    int serverPort = -1;
+    String host = head.host;
+    if (host != null && req.uri().startsWith("/")) {
+      // origin-form: the Host header is the authority (RFC 9112 3.2)
+      int colon = host.lastIndexOf(':');
+      if (colon > 0 && host.indexOf(']', colon) < 0) {
+        serverName = host.substring(0, colon);
+        serverPort = parsePort(host, colon + 1);
+      } else {
+        serverName = host;
+      }
+      if (serverName.length() > 1 && serverName.charAt(0) == '[' && serverName.endsWith("]")) {
+        serverName = serverName.substring(1, serverName.length() - 1);
+      }
     } else {
+      HostAndPort authority = req.authority();
+      if (authority != null) {
+        serverName = authority.host();
+        serverPort = authority.port();
+      }
+    }
+    if (serverName == null || serverName.isEmpty() || serverPort < 0) {
       SocketAddress local = req.localAddress();
-      serverName = authority != null ? authority.host() : local.hostAddress();
-      serverPort = local.port();
+      if (serverName == null || serverName.isEmpty()) serverName = local.hostAddress();
+      if (serverPort < 0) serverPort = local.port();
     }
     String remote = null;
-    if (trustForwardedFor) remote = firstForwardedFor(headers.get("x-forwarded-for"));
+    if (trustForwardedFor) remote = firstForwardedFor(head.forwardedFor);
     if (remote == null) remote = peer != null ? peer : req.remoteAddress().hostAddress();
 
     Object[] kv = new Object[pathParams == null ? 20 : 22];
@@ -105,7 +202,7 @@ public final class RequestMap {
     kv[14] = PROTOCOL;
     kv[15] = protocol(req.version());
     kv[16] = HEADERS;
-    kv[17] = headers(headers);
+    kv[17] = head.headers;
     kv[18] = BODY;
     kv[19] = body;
     if (pathParams != null) {
@@ -142,40 +239,20 @@ public final class RequestMap {
    * {@code ","} in arrival order, except {@code cookie}, joined with {@code "; "}.
    */
   public static IPersistentMap headers(MultiMap in) {
-    int n = in.size();
-    if (n == 0) return PersistentArrayMap.EMPTY;
-    if (n > SMALL_HEADERS) return bigHeaders(in);
-    Object[] kv = new Object[n * 2];
-    int len = 0;
-    for (Map.Entry<String, String> e : in) {
-      String name = HeaderNames.lower(e.getKey());
-      int at = -1;
-      for (int i = 0; i < len; i += 2) {
-        if (name.equals(kv[i])) { at = i; break; }
-      }
-      if (at < 0) {
-        kv[len++] = name;
-        kv[len++] = e.getValue();
-      } else {
-        kv[at + 1] = join(name, (String) kv[at + 1], e.getValue());
-      }
-    }
-    if (len < kv.length) {
-      Object[] exact = new Object[len];
-      System.arraycopy(kv, 0, exact, 0, len);
-      kv = exact;
-    }
-    return len <= 16 ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv);
+    return scan(in).headers;
   }
 
-  private static IPersistentMap bigHeaders(MultiMap in) {
-    HashMap<String, String> acc = new HashMap<>();
-    for (Map.Entry<String, String> e : in) {
-      String name = HeaderNames.lower(e.getKey());
-      String old = acc.get(name);
-      acc.put(name, old == null ? e.getValue() : join(name, old, e.getValue()));
+  /** A port number at {@code from} in {@code s}, or -1 when it is not one. */
+  private static int parsePort(String s, int from) {
+    int n = s.length() - from;
+    if (n < 1 || n > 5) return -1;
+    int port = 0;
+    for (int i = from; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < '0' || c > '9') return -1;
+      port = port * 10 + (c - '0');
     }
-    return PersistentHashMap.create(acc);
+    return port <= 65535 ? port : -1;
   }
 
   private static String join(String name, String a, String b) {
