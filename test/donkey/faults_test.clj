@@ -342,7 +342,7 @@
                               {:timeout-ms 4000})
                   sts (statuses (:resp r))]
               (is (closed? r) "the connection is closed")
-              (is (every? #(<= 400 (long %) 499) sts) (str "no success is answered: " sts))
+              (is (every? #(<= 400 (long %) 499) sts) (str "no success is answered: " sts " " (pr-str @log) " " (pr-str (:resp r))))
               (Thread/sleep 50)
               (is (not-any? #(= "/smuggled" (:uri %)) @log) "nothing after the broken body runs")
               (if (= mode "sync")

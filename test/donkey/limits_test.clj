@@ -62,7 +62,7 @@
           (.flush))
         (is (re-find #"no request body arrived for 500 ms" (str (deref error 5000 nil))))
         (let [buf (byte-array 1024) n (.read (.getInputStream s) buf)]
-          (is (str/starts-with? (String. buf 0 (max 0 n) StandardCharsets/ISO_8859_1) "HTTP/1.1 500"))))
+          (is (str/starts-with? (String. buf 0 (max 0 n) StandardCharsets/ISO_8859_1) "HTTP/1.1 408"))))
       (is (= "ok /" (:body (GET "/")))))))
 
 (defn- capture-log

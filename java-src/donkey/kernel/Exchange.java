@@ -180,21 +180,35 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
    * the response has been sent.
    */
   private void streamBody(ServerConfig cfg) {
-    BodyInputStream in = new BodyInputStream(req, loop.eventLoop, cfg.bodyTimeoutMs);
+    BodyInputStream in = new BodyInputStream(req, loop.eventLoop, cfg.bodyTimeoutMs, () -> {
+      // claimed here, on the reading thread, before its read fails: the handler's own answer
+      // to that failure comes later and is dropped
+      if (ANSWERED.compareAndSet(this, 0, 1)) {
+        onLoop(() -> closeWith(408, "Request Timeout: the request body stopped arriving"));
+      }
+    });
     bodyStream = in;
     if (connection == null) resp.endHandler(this);
     long[] received = {0};
-    req.exceptionHandler(t -> in.fail(new IOException("the request body could not be read: "
-        + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t)));
+    req.exceptionHandler(t -> {
+      // A broken body (bad chunk framing) or a vanished client ends the request. The answer is
+      // claimed before the handler's reads fail, so whatever the handler answers to that
+      // failure is dropped instead of racing the connection's close.
+      boolean first = ANSWERED.compareAndSet(this, 0, 1);
+      in.fail(new IOException("the request body could not be read: "
+          + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t));
+      if (first) closeWith(400, "Bad Request: malformed request body");
+    });
     req.handler(chunk -> {
       received[0] += chunk.length();
       if (received[0] > cfg.maxBodySize) {
         if (!rejected) {
           rejected = true;
+          boolean first = ANSWERED.compareAndSet(this, 0, 1);
           in.fail(new IOException("the request body is larger than :max-body-size ("
               + cfg.maxBodySize + " bytes)"));
-          if (ANSWERED.compareAndSet(this, 0, 1)) {
-              rejectBody(413, "Payload Too Large");
+          if (first) {
+            rejectBody(413, "Payload Too Large");
           } else {
             req.connection().close();
           }

@@ -36,16 +36,21 @@ public final class BodyInputStream extends InputStream {
   private Buffer current;
   private int pos;
   private final long timeoutNanos;
+  /** Called (on the reading thread) once, when a read gives up waiting for the body. */
+  private final Runnable onTimeout;
   /** When the last chunk arrived (or the stream was created), System.nanoTime(). */
   private long lastData = System.nanoTime();
 
   /**
    * @param timeoutMs how long a read waits for more body before it fails (0 = forever)
+   * @param onTimeout run on the reading thread, before the read fails, when it gives up
    */
-  public BodyInputStream(HttpServerRequest req, Context loop, long timeoutMs) {
+  public BodyInputStream(HttpServerRequest req, Context loop, long timeoutMs,
+                         Runnable onTimeout) {
     this.req = req;
     this.loop = loop;
     this.timeoutNanos = timeoutMs * 1_000_000L;
+    this.onTimeout = onTimeout;
   }
 
   /** Event loop: a chunk of the body arrived. */
@@ -134,8 +139,10 @@ public final class BodyInputStream extends InputStream {
             } else {
               long left = timeoutNanos - (System.nanoTime() - lastData);
               if (left <= 0) {
-                throw new IOException("no request body arrived for " + timeoutNanos / 1_000_000
+                error = new IOException("no request body arrived for " + timeoutNanos / 1_000_000
                     + " ms (:body-timeout)");
+                if (onTimeout != null) onTimeout.run();
+                throw error;
               }
               wait(Math.max(1, left / 1_000_000));
             }
