@@ -323,6 +323,9 @@ public final class ClojureModule extends Module {
    * Reads one value whose first token {@code t} is the parser's current token, leaving the
    * parser on the value's last token.
    */
+  /** Keyword keys of decoded objects: {@code Keyword.intern(name)}, cached. */
+  private static final KeywordCache KEYS = new KeywordCache(Keyword::intern);
+
   static Object read(JsonParser p, JsonToken t, boolean keywordKeys, boolean bigDecimals)
       throws IOException {
     switch (t.id()) {
@@ -372,7 +375,7 @@ public final class ClojureModule extends Module {
     int n = 0;
     ITransientMap big = null;
     for (; name != null; name = p.nextFieldName()) {
-      Object k = keywordKeys ? Keyword.intern(name) : name;
+      Object k = keywordKeys ? KEYS.get(name) : name;
       Object v = read(p, p.nextToken(), keywordKeys, bigDecimals);
       if (big != null) {
         big = big.assoc(k, v);

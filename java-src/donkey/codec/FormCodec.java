@@ -419,33 +419,11 @@ public final class FormCodec {
 
   /** {@code k} as a keyword when it has keyword syntax, else {@code k} itself. */
   public static Object keywordKey(String k) {
-    int slot = k.hashCode() & (KEYWORD_CACHE_SIZE - 1);
-    KeywordEntry e = KEYWORDS[slot];
-    if (e != null && e.name.equals(k)) return e.keyword;
-    if (!isKeywordSyntax(k)) return k;
-    Keyword kw = Keyword.intern(null, k);
-    KEYWORDS[slot] = new KeywordEntry(k, kw);
-    return kw;
+    return KEYS.get(k);
   }
 
-  /**
-   * A direct-mapped cache of recent parameter keywords, so a hot key costs one array read and
-   * one {@code equals} instead of {@code Keyword.intern}'s Symbol allocation and table lookup.
-   * Bounded (a colliding key replaces the entry), and lock-free: the races are benign, since
-   * an entry is immutable with final fields, so a thread sees a whole entry or an older one.
-   */
-  private static final int KEYWORD_CACHE_SIZE = 1024;
-  private static final KeywordEntry[] KEYWORDS = new KeywordEntry[KEYWORD_CACHE_SIZE];
-
-  private static final class KeywordEntry {
-    final String name;
-    final Keyword keyword;
-
-    KeywordEntry(String name, Keyword keyword) {
-      this.name = name;
-      this.keyword = keyword;
-    }
-  }
+  private static final KeywordCache KEYS =
+      new KeywordCache(k -> isKeywordSyntax(k) ? Keyword.intern(null, k) : k);
 
   private static boolean isWhitespace(char c) {
     return c == ' ' || c == '\t';
