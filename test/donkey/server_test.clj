@@ -150,3 +150,7 @@
       (let [ms (/ (- (System/nanoTime) t0) 1e6)]
         (is (< ms 3000) (str "stop returned after " (long ms) " ms"))
         (is (instance? Exception (deref resp 5000 nil)) "the unfinished request's connection was closed")))))
+
+(deftest runs-on-the-declared-clojure
+  (let [declared (second (re-find #"org.clojure/clojure \"([^\"]+)\"" (slurp "project.clj")))]
+    (is (= declared (clojure-version)) "the suite runs on the Clojure project.clj declares")))
