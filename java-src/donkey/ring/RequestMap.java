@@ -14,6 +14,7 @@ import java.io.InputStream;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.BiConsumer;
 
 /**
  * Builds the Ring request map (SPEC 1.x) from a Vert.x request, eagerly, as a persistent map.
@@ -58,8 +59,8 @@ public final class RequestMap {
    * A request's headers as Ring's {@code :headers} map, plus the values the kernel itself
    * needs, picked up in the same single pass so no header is looked up twice.
    */
-  public static final class Head {
-    public final IPersistentMap headers;
+  public static final class Head implements BiConsumer<String, String> {
+    public IPersistentMap headers = PersistentArrayMap.EMPTY;
     public String contentLength;
     public String transferEncoding;
     public String contentType;
@@ -67,12 +68,57 @@ public final class RequestMap {
     public String expect;
     public String host;
     public String forwardedFor;
+    /** Names and values while scanning; null once too many names for a linear scan. */
+    private Object[] kv;
+    private int len;
+    private HashMap<String, String> big;
 
-    Head(IPersistentMap headers) {
-      this.headers = headers;
+    private Head(int n) {
+      if (n > SMALL_HEADERS) {
+        big = new HashMap<>();
+      } else {
+        kv = new Object[n * 2];
+      }
     }
 
-    void pick(String name, String value) {
+    /** One header line, in arrival order (MultiMap.forEach: no entry objects allocated). */
+    @Override
+    public void accept(String rawName, String value) {
+      String name = HeaderNames.lower(rawName);
+      if (big != null) {
+        String old = big.get(name);
+        big.put(name, old == null ? value : join(name, old, value));
+        return;
+      }
+      for (int i = 0; i < len; i += 2) {
+        if (name.equals(kv[i])) {
+          kv[i + 1] = join(name, (String) kv[i + 1], value);
+          return;
+        }
+      }
+      kv[len++] = name;
+      kv[len++] = value;
+    }
+
+    private Head finish() {
+      if (big != null) {
+        headers = PersistentHashMap.create(big);
+        for (Map.Entry<String, String> e : big.entrySet()) pick(e.getKey(), e.getValue());
+        big = null;
+        return this;
+      }
+      Object[] a = kv;
+      if (len < a.length) {
+        a = new Object[len];
+        System.arraycopy(kv, 0, a, 0, len);
+      }
+      if (len > 0) headers = len <= 16 ? new PersistentArrayMap(a) : PersistentHashMap.create(a);
+      for (int i = 0; i < len; i += 2) pick((String) a[i], (String) a[i + 1]);
+      kv = null;
+      return this;
+    }
+
+    private void pick(String name, String value) {
       // names come from HeaderNames, so the common ones are these very (interned) instances
       if (name == "content-length") {
         contentLength = value;
@@ -94,45 +140,9 @@ public final class RequestMap {
 
   /** Event loop: one pass over the request's headers. */
   public static Head scan(MultiMap in) {
-    int n = in.size();
-    if (n == 0) return new Head(PersistentArrayMap.EMPTY);
-    if (n > SMALL_HEADERS) {
-      HashMap<String, String> acc = new HashMap<>();
-      for (Map.Entry<String, String> e : in) {
-        String name = HeaderNames.lower(e.getKey());
-        String old = acc.get(name);
-        acc.put(name, old == null ? e.getValue() : join(name, old, e.getValue()));
-      }
-      Head h = new Head(PersistentHashMap.create(acc));
-      for (Map.Entry<String, String> e : acc.entrySet()) h.pick(e.getKey(), e.getValue());
-      return h;
-    }
-    Object[] kv = new Object[n * 2];
-    int len = 0;
-    for (Map.Entry<String, String> e : in) {
-      String name = HeaderNames.lower(e.getKey());
-      int at = -1;
-      for (int i = 0; i < len; i += 2) {
-        if (name.equals(kv[i])) {
-          at = i;
-          break;
-        }
-      }
-      if (at < 0) {
-        kv[len++] = name;
-        kv[len++] = e.getValue();
-      } else {
-        kv[at + 1] = join(name, (String) kv[at + 1], e.getValue());
-      }
-    }
-    if (len < kv.length) {
-      Object[] exact = new Object[len];
-      System.arraycopy(kv, 0, exact, 0, len);
-      kv = exact;
-    }
-    Head h = new Head(len <= 16 ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv));
-    for (int i = 0; i < len; i += 2) h.pick((String) kv[i], (String) kv[i + 1]);
-    return h;
+    Head h = new Head(in.size());
+    in.forEach(h);
+    return h.finish();
   }
 
   /** The Ring request map of {@code req}, scanning its headers here. */
