@@ -76,6 +76,22 @@
         req (seen {} #(GET "/many" {:headers hs}))]
     (is (every? (fn [i] (= (str "v" i) (get-in req [:headers (str "x-h" i)]))) (range 40)))))
 
+(deftest header-counts-around-the-scan-growth-points
+  ;; the scan keeps names in an array that grows at 8 and 16 names, then moves to a hash map:
+  ;; a repeated name must be joined whichever side of a move its lines fall on
+  (doseq [n [1 6 7 8 9 14 15 16 17 40]]
+    (let [p (promise)
+          names (map #(str "X-N" %) (range n))]
+      (with-server (capture p) {}
+        (raw (str "GET /h HTTP/1.1\r\nHost: x\r\n"
+                  (apply str (map #(str % ": " % "\r\n") names))
+                  "X-N0: again\r\nConnection: close\r\n\r\n"))
+        (let [hs (:headers (deref p 5000 nil))]
+          (is (= (+ n 2) (count hs)) (str n " names + host + connection"))
+          (is (= "X-N0,again" (get hs "x-n0")) (str n " names: repeat joined"))
+          (is (every? #(= % (get hs (.toLowerCase ^String %))) (rest names)) (str n " names: all present"))
+          (is (= "x" (get hs "host"))))))))
+
 (deftest body-is-an-input-stream
   (let [req (seen {} #(request :post "/b" {:body "hello body" :headers {"Content-Type" "text/plain"}}))]
     (is (isa? (:body-class req) InputStream) ":body is an InputStream, not a byte[]")

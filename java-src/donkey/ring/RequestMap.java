@@ -11,6 +11,7 @@ import io.vertx.core.http.HttpVersion;
 import io.vertx.core.net.HostAndPort;
 import io.vertx.core.net.SocketAddress;
 import java.io.InputStream;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -73,12 +74,10 @@ public final class RequestMap {
     private int len;
     private HashMap<String, String> big;
 
-    private Head(int n) {
-      if (n > SMALL_HEADERS) {
-        big = new HashMap<>();
-      } else {
-        kv = new Object[n * 2];
-      }
+    private Head() {
+      // Sized by growing, never by MultiMap.size(): on Vert.x 5's HTTP/1.x headers, size()
+      // builds a TreeSet of every name.
+      kv = new Object[16];
     }
 
     /** One header line, in arrival order (MultiMap.forEach: no entry objects allocated). */
@@ -95,6 +94,17 @@ public final class RequestMap {
           kv[i + 1] = join(name, (String) kv[i + 1], value);
           return;
         }
+      }
+      if (len == kv.length) {
+        if (len == 2 * SMALL_HEADERS) {
+          big = new HashMap<>();
+          for (int i = 0; i < len; i += 2) big.put((String) kv[i], (String) kv[i + 1]);
+          big.put(name, value);
+          kv = null;
+          len = 0;
+          return;
+        }
+        kv = Arrays.copyOf(kv, len * 2);
       }
       kv[len++] = name;
       kv[len++] = value;
@@ -140,7 +150,7 @@ public final class RequestMap {
 
   /** Event loop: one pass over the request's headers. */
   public static Head scan(MultiMap in) {
-    Head h = new Head(in.size());
+    Head h = new Head();
     in.forEach(h);
     return h.finish();
   }

@@ -2,6 +2,7 @@ package donkey.bench;
 
 import static donkey.ring.RequestMap.BODY;
 import static donkey.ring.RequestMap.HEADERS;
+import static donkey.ring.RequestMap.PATH_PARAMS;
 import static donkey.ring.RequestMap.PROTOCOL;
 import static donkey.ring.RequestMap.QUERY_STRING;
 import static donkey.ring.RequestMap.REMOTE_ADDR;
@@ -21,7 +22,6 @@ import clojure.lang.Keyword;
 import clojure.lang.MapEntry;
 import clojure.lang.PersistentArrayMap;
 import donkey.ring.RequestMap;
-import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.net.HostAndPort;
@@ -30,16 +30,22 @@ import java.io.InputStream;
 import java.util.Iterator;
 
 /**
- * Bench-only LAZY Ring request map: the same ten keys and values as
- * {@link RequestMap#build}, but each value is computed from the Vert.x request the first time
- * it is read, then cached in a field. {@code assoc}, {@code without}, {@code seq},
- * {@code iterator} and {@code withMeta} realise the whole map (all ten values) as the
+ * Bench-only LAZY Ring request map: the same ten keys (eleven with {@code :path-params}) and
+ * values as {@link RequestMap#build}, but each value is computed from the Vert.x request the
+ * first time it is read, then cached in a field. {@code assoc}, {@code without}, {@code seq},
+ * {@code iterator} and {@code withMeta} realise the whole map (every value) as the
  * {@link PersistentArrayMap} the eager builder would have made, and work on that.
+ *
+ * <p>{@code :headers}, and {@code :server-name}/{@code :server-port} (which come from the Host
+ * header), need the one pass over the headers ({@link RequestMap#scan}); the caller may pass a
+ * {@link RequestMap.Head} it already has, as the kernel's Exchange does.
  *
  * <p>Caching is race-benign: each cache is one reference field, {@code null} meaning "not
  * computed yet" and {@link #NIL} meaning "computed, and it is nil"; two threads may both
- * compute a value, and they compute equal immutable values. It still reads the Vert.x request
- * from whatever thread reads the map, which Vert.x does not promise is safe.
+ * compute a value, and they compute equal immutable values. (Not quite for a {@code Head}
+ * scanned here: its picked fields are not final, so a racing reader could see one half-built;
+ * a real implementation would scan on the event loop or publish it safely.) It still reads the
+ * Vert.x request from whatever thread reads the map, which Vert.x does not promise is safe.
  */
 public final class LazyRequestMap extends APersistentMap implements IObj {
   private static final long serialVersionUID = 1L;
@@ -47,11 +53,12 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
   private static final Object NIL = new Object();
   private static final Keyword HTTP = Keyword.intern("http");
   private static final Keyword HTTPS = Keyword.intern("https");
-  private static final int COUNT = 10;
 
   private final transient HttpServerRequest req;
   private final transient InputStream body;
   private final boolean trustForwardedFor;
+  private final IPersistentMap pathParams;
+  private final String peer;
 
   private Object serverPort;
   private Object serverName;
@@ -61,13 +68,27 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
   private Object scheme;
   private Object method;
   private Object protocol;
-  private Object headers;
+  private RequestMap.Head head;
   private PersistentArrayMap realized;
 
-  public LazyRequestMap(HttpServerRequest req, InputStream body, boolean trustForwardedFor) {
+  /** Same arguments as {@code RequestMap.build(req, body, trustForwardedFor, pathParams)}. */
+  public LazyRequestMap(HttpServerRequest req, InputStream body, boolean trustForwardedFor,
+                        IPersistentMap pathParams) {
+    this(req, null, body, trustForwardedFor, pathParams, null);
+  }
+
+  /**
+   * Same arguments as {@code RequestMap.build(req, head, body, trustForwardedFor, pathParams,
+   * peer)}; {@code head} may be null, then the headers are scanned when first needed.
+   */
+  public LazyRequestMap(HttpServerRequest req, RequestMap.Head head, InputStream body,
+                        boolean trustForwardedFor, IPersistentMap pathParams, String peer) {
     this.req = req;
+    this.head = head;
     this.body = body;
     this.trustForwardedFor = trustForwardedFor;
+    this.pathParams = pathParams;
+    this.peer = peer;
   }
 
   private static Object mask(Object v) {
@@ -80,13 +101,18 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
 
   // ---- the ten values, each computed once ----------------------------------------------
 
+  /** The scanned headers: given by the caller, or scanned on first need. */
+  private RequestMap.Head head() {
+    RequestMap.Head h = head;
+    if (h == null) head = h = RequestMap.scan(req.headers());
+    return h;
+  }
+
   private Object serverPort() {
     Object v = serverPort;
     if (v == null) {
-      SocketAddress local = req.localAddress();
-      HostAndPort authority = req.authority();
-      int port = authority != null && authority.port() >= 0 ? authority.port() : local.port();
-      serverPort = v = Integer.valueOf(port);
+      authority();
+      v = serverPort;
     }
     return v;
   }
@@ -94,18 +120,62 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
   private Object serverName() {
     Object v = serverName;
     if (v == null) {
-      HostAndPort authority = req.authority();
-      serverName = v = mask(authority != null ? authority.host() : req.localAddress().hostAddress());
+      authority();
+      v = serverName;
     }
     return unmask(v);
+  }
+
+  /** :server-name and :server-port, by RequestMap.build's rules (Host header first). */
+  private void authority() {
+    String name = null;
+    int port = -1;
+    String host = head().host;
+    if (host != null && req.uri().startsWith("/")) {
+      int colon = host.lastIndexOf(':');
+      if (colon > 0 && host.indexOf(']', colon) < 0) {
+        name = host.substring(0, colon);
+        port = parsePort(host, colon + 1);
+      } else {
+        name = host;
+      }
+      if (name.length() > 1 && name.charAt(0) == '[' && name.endsWith("]")) {
+        name = name.substring(1, name.length() - 1);
+      }
+    } else {
+      HostAndPort authority = req.authority();
+      if (authority != null) {
+        name = authority.host();
+        port = authority.port();
+      }
+    }
+    if (name == null || name.isEmpty() || port < 0) {
+      SocketAddress local = req.localAddress();
+      if (name == null || name.isEmpty()) name = local.hostAddress();
+      if (port < 0) port = local.port();
+    }
+    serverName = mask(name);
+    serverPort = Integer.valueOf(port);
+  }
+
+  private static int parsePort(String s, int from) {
+    int n = s.length() - from;
+    if (n < 1 || n > 5) return -1;
+    int port = 0;
+    for (int i = from; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < '0' || c > '9') return -1;
+      port = port * 10 + (c - '0');
+    }
+    return port <= 65535 ? port : -1;
   }
 
   private Object remoteAddr() {
     Object v = remoteAddr;
     if (v == null) {
       String remote = null;
-      if (trustForwardedFor) remote = firstForwardedFor(req.headers().get("x-forwarded-for"));
-      if (remote == null) remote = req.remoteAddress().hostAddress();
+      if (trustForwardedFor) remote = firstForwardedFor(head().forwardedFor);
+      if (remote == null) remote = peer != null ? peer : req.remoteAddress().hostAddress();
       remoteAddr = v = mask(remote);
     }
     return unmask(v);
@@ -142,12 +212,7 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
   }
 
   private Object headers() {
-    Object v = headers;
-    if (v == null) {
-      MultiMap in = req.headers();
-      headers = v = RequestMap.headers(in);
-    }
-    return v;
+    return head().headers;
   }
 
   private static String protocol(HttpVersion v) {
@@ -169,26 +234,40 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
   private PersistentArrayMap realized() {
     PersistentArrayMap m = realized;
     if (m == null) {
-      realized = m = new PersistentArrayMap(new Object[] {
-        SERVER_PORT, serverPort(),
-        SERVER_NAME, serverName(),
-        REMOTE_ADDR, remoteAddr(),
-        URI, uri(),
-        QUERY_STRING, queryString(),
-        SCHEME, scheme(),
-        REQUEST_METHOD, method(),
-        PROTOCOL, protocol(),
-        HEADERS, headers(),
-        BODY, body,
-      });
+      Object[] kv = new Object[pathParams == null ? 20 : 22];
+      kv[0] = SERVER_PORT;
+      kv[1] = serverPort();
+      kv[2] = SERVER_NAME;
+      kv[3] = serverName();
+      kv[4] = REMOTE_ADDR;
+      kv[5] = remoteAddr();
+      kv[6] = URI;
+      kv[7] = uri();
+      kv[8] = QUERY_STRING;
+      kv[9] = queryString();
+      kv[10] = SCHEME;
+      kv[11] = scheme();
+      kv[12] = REQUEST_METHOD;
+      kv[13] = method();
+      kv[14] = PROTOCOL;
+      kv[15] = protocol();
+      kv[16] = HEADERS;
+      kv[17] = headers();
+      kv[18] = BODY;
+      kv[19] = body;
+      if (pathParams != null) {
+        kv[20] = PATH_PARAMS;
+        kv[21] = pathParams;
+      }
+      realized = m = new PersistentArrayMap(kv);
     }
     return m;
   }
 
-  private static boolean isKey(Object key) {
+  private boolean isKey(Object key) {
     return key == REQUEST_METHOD || key == URI || key == HEADERS || key == QUERY_STRING
         || key == REMOTE_ADDR || key == SCHEME || key == SERVER_NAME || key == SERVER_PORT
-        || key == PROTOCOL || key == BODY;
+        || key == PROTOCOL || key == BODY || (key == PATH_PARAMS && pathParams != null);
   }
 
   // ---- ILookup / Associative -----------------------------------------------------------
@@ -211,6 +290,7 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
     if (key == SERVER_PORT) return serverPort();
     if (key == PROTOCOL) return protocol();
     if (key == BODY) return body;
+    if (key == PATH_PARAMS && pathParams != null) return pathParams;
     return notFound;
   }
 
@@ -226,7 +306,7 @@ public final class LazyRequestMap extends APersistentMap implements IObj {
 
   @Override
   public int count() {
-    return COUNT;
+    return pathParams == null ? 10 : 11;
   }
 
   // ---- everything else works on the realised map ---------------------------------------

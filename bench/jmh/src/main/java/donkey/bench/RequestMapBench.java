@@ -13,6 +13,7 @@ import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.RT;
 import donkey.ring.RequestMap;
+import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpServerRequest;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -37,7 +38,15 @@ import org.openjdk.jmh.infra.Blackhole;
  *   <li>{@code c_assocRead_*}: build, {@code assoc} one key (as wrap-params does), then the
  *       same reads as b;
  *   <li>{@code d_route_*} (extra): build, read {@code :request-method} and {@code :uri} only,
- *       a handler that routes and never looks at headers: lazy's best realistic case.
+ *       a handler that routes and never looks at headers: lazy's best realistic case;
+ *   <li>{@code e_headers_*} (extra, breakdown): the one pass over the headers both variants
+ *       share ({@link RequestMap#scan}, which builds {@code :headers}), and
+ *       {@link MultiMap#size()} alone, which scan called until it was found to build a
+ *       {@code TreeSet} of every name on Vert.x 5's HTTP/1.x headers (what that call cost);
+ *   <li>{@code f_*} (extra): the kernel's real path. Exchange scans the headers before the map
+ *       is built (it needs Content-Length, Transfer-Encoding, Expect, Content-Type, Accept), so
+ *       both variants pay the scan and the lazy map gets the scanned {@code Head}: b's reads
+ *       and d's routing-only reads.
  * </ul>
  *
  * <p>The map itself always goes into the Blackhole: in the server it escapes to the handler
@@ -56,10 +65,12 @@ public class RequestMapBench {
       PersistentArrayMap.createAsIfByAssoc(new Object[] {"a", "1", "b", "2"});
 
   private HttpServerRequest req;
+  private MultiMap browserHeaders;
 
   @Setup
   public void setup() {
     req = new FakeRequest();
+    browserHeaders = req.headers();
     SelfCheck.run(req);
   }
 
@@ -77,26 +88,26 @@ public class RequestMapBench {
 
   @Benchmark
   public void a_build_eager(Blackhole bh) {
-    bh.consume(RequestMap.build(req, null, false));
+    bh.consume(RequestMap.build(req, null, false, null));
   }
 
   @Benchmark
   public void a_build_lazy(Blackhole bh) {
-    bh.consume(new LazyRequestMap(req, null, false));
+    bh.consume(new LazyRequestMap(req, null, false, null));
   }
 
   // ---- b. build + read six keys + one header ----------------------------------------------
 
   @Benchmark
   public void b_read_eager(Blackhole bh) {
-    IPersistentMap m = RequestMap.build(req, null, false);
+    IPersistentMap m = RequestMap.build(req, null, false, null);
     bh.consume(m);
     read(m, bh);
   }
 
   @Benchmark
   public void b_read_lazy(Blackhole bh) {
-    IPersistentMap m = new LazyRequestMap(req, null, false);
+    IPersistentMap m = new LazyRequestMap(req, null, false, null);
     bh.consume(m);
     read(m, bh);
   }
@@ -105,7 +116,7 @@ public class RequestMapBench {
 
   @Benchmark
   public void c_assocRead_eager(Blackhole bh) {
-    IPersistentMap m = RequestMap.build(req, null, false);
+    IPersistentMap m = RequestMap.build(req, null, false, null);
     bh.consume(m);
     IPersistentMap m2 = m.assoc(QUERY_PARAMS, PARAMS);
     bh.consume(m2);
@@ -114,7 +125,7 @@ public class RequestMapBench {
 
   @Benchmark
   public void c_assocRead_lazy(Blackhole bh) {
-    IPersistentMap m = new LazyRequestMap(req, null, false);
+    IPersistentMap m = new LazyRequestMap(req, null, false, null);
     bh.consume(m);
     IPersistentMap m2 = m.assoc(QUERY_PARAMS, PARAMS);
     bh.consume(m2);
@@ -125,7 +136,7 @@ public class RequestMapBench {
 
   @Benchmark
   public void d_route_eager(Blackhole bh) {
-    IPersistentMap m = RequestMap.build(req, null, false);
+    IPersistentMap m = RequestMap.build(req, null, false, null);
     bh.consume(m);
     bh.consume(m.valAt(REQUEST_METHOD));
     bh.consume(m.valAt(URI));
@@ -133,7 +144,55 @@ public class RequestMapBench {
 
   @Benchmark
   public void d_route_lazy(Blackhole bh) {
-    IPersistentMap m = new LazyRequestMap(req, null, false);
+    IPersistentMap m = new LazyRequestMap(req, null, false, null);
+    bh.consume(m);
+    bh.consume(m.valAt(REQUEST_METHOD));
+    bh.consume(m.valAt(URI));
+  }
+
+  // ---- e. (extra) the header pass alone ---------------------------------------------------
+
+  @Benchmark
+  public void e_headers_scan(Blackhole bh) {
+    bh.consume(RequestMap.scan(browserHeaders));
+  }
+
+  @Benchmark
+  public int e_headers_sizeCallOnly() {
+    return browserHeaders.size();
+  }
+
+  // ---- f. (extra) the kernel's path: Exchange scans the headers before building the map ----
+
+  @Benchmark
+  public void f_kernelRead_eager(Blackhole bh) {
+    RequestMap.Head head = RequestMap.scan(req.headers());
+    IPersistentMap m = RequestMap.build(req, head, null, false, null, null);
+    bh.consume(m);
+    read(m, bh);
+  }
+
+  @Benchmark
+  public void f_kernelRead_lazy(Blackhole bh) {
+    RequestMap.Head head = RequestMap.scan(req.headers());
+    IPersistentMap m = new LazyRequestMap(req, head, null, false, null, null);
+    bh.consume(m);
+    read(m, bh);
+  }
+
+  @Benchmark
+  public void f_kernelRoute_eager(Blackhole bh) {
+    RequestMap.Head head = RequestMap.scan(req.headers());
+    IPersistentMap m = RequestMap.build(req, head, null, false, null, null);
+    bh.consume(m);
+    bh.consume(m.valAt(REQUEST_METHOD));
+    bh.consume(m.valAt(URI));
+  }
+
+  @Benchmark
+  public void f_kernelRoute_lazy(Blackhole bh) {
+    RequestMap.Head head = RequestMap.scan(req.headers());
+    IPersistentMap m = new LazyRequestMap(req, head, null, false, null, null);
     bh.consume(m);
     bh.consume(m.valAt(REQUEST_METHOD));
     bh.consume(m.valAt(URI));
