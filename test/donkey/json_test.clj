@@ -178,10 +178,19 @@
            (read-kw "{\"a\":[{\"b\":{\"c\":[1,[2,[3]]]}},{}],\"d\":{\"e\":null}}")))))
 
 (deftest read-maps-and-vectors-are-real-clojure-collections
-  (testing "small maps are array maps, larger ones hash maps; both complete"
+  (testing "maps up to 16 keys are array maps, larger ones hash maps; both complete"
     (let [json (fn [n] (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range n))) "}"))]
       (is (instance? PersistentArrayMap (read-str (json 8))))
-      (is (instance? PersistentHashMap (read-str (json 9))))
+      (is (instance? PersistentArrayMap (read-str (json 16))))
+      (is (instance? PersistentHashMap (read-str (json 17))))
+      (testing "an assoc on a 9..16-key array map behaves as on any map"
+        (let [m (read-kw (json 12))
+              m2 (assoc m :new 1)]
+          (is (= 13 (count m2)))
+          (is (= 1 (:new m2)))
+          (is (= 11 (:k11 m2)))
+          (is (= (dissoc m2 :new) m))
+          (is (= (hash m) (hash (into {} m))))))
       (doseq [n [1 7 8 9 16 17 100]]
         (is (= (into {} (map (fn [i] [(str "k" i) i])) (range n)) (read-str (json n))))
         (is (= (into {} (map (fn [i] [(keyword (str "k" i)) i])) (range n))
@@ -193,9 +202,10 @@
       (is (= 8 (count m)) "a full array map and a repeated key")
       (is (instance? PersistentArrayMap m))
       (is (= 99 (get m "k0"))))
-    (let [m (read-str (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range 12))) ",\"k0\":99}"))]
-      (is (= 12 (count m)))
-      (is (= 99 (get m "k0")))))
+    (doseq [n [12 16 20]]
+      (let [m (read-str (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range n))) ",\"k0\":99}"))]
+        (is (= n (count m)))
+        (is (= 99 (get m "k0"))))))
   (testing "vectors of every size behave (the tail is adopted up to 32)"
     (doseq [n [1 8 9 31 32 33 100 1057]]
       (let [v (read-str (str "[" (str/join "," (range n)) "]"))]

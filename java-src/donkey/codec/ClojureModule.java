@@ -89,8 +89,13 @@ public final class ClojureModule extends Module {
   private static final Version VERSION =
       new Version(0, 1, 0, "SNAPSHOT", "org.clojars.donkey", "donkey");
 
-  /** Array maps hold at most this many keys and values together, as Clojure's own. */
-  private static final int ARRAY_MAP_SLOTS = 16;
+  /**
+   * Decoded objects of up to 16 keys (this many keys and values together) become array maps,
+   * as {@code array-map} makes them: cheaper to build than a hash map, and a lookup is a linear
+   * scan of interned keys. (Clojure's own {@code assoc} turns a map into a hash map past 8
+   * keys; assoc on a bigger array map does the same, so nothing downstream changes.)
+   */
+  private static final int ARRAY_MAP_SLOTS = 32;
 
   static final ValueSerializer SERIALIZER = new ValueSerializer();
   static final KeySerializer KEY_SERIALIZER = new KeySerializer();
@@ -385,7 +390,7 @@ public final class ClojureModule extends Module {
       if (i >= 0) {
         kvs[i + 1] = v; // a repeated key: the last value wins
       } else if (n < ARRAY_MAP_SLOTS) {
-        if (n == kvs.length) kvs = Arrays.copyOf(kvs, ARRAY_MAP_SLOTS);
+        if (n == kvs.length) kvs = Arrays.copyOf(kvs, Math.min(2 * n, ARRAY_MAP_SLOTS));
         kvs[n++] = k;
         kvs[n++] = v;
       } else {
