@@ -125,12 +125,76 @@
       (is (= "42" (header r "x-num")))
       (is (= "text/plain" (header r "content-type"))))))
 
+(defn- without-date [^String raw-response]
+  (str/replace raw-response #"(?i)\r\ndate: [^\r]*" ""))
+
+(deftest constant-header-maps-are-sent-the-same-every-time
+  ;; a :headers map seen again is compiled once and then written from the compiled plan; a
+  ;; String body seen again is encoded once: every repeat must send the very same bytes
+  (doseq [resp [{:status 200
+                 :headers {"Set-Cookie" ["a=1; Path=/" "b=2"] "X-Num" 42 "X-Empty" [] "X-Nil" nil
+                           "Content-Type" "text/plain; charset=ISO-8859-1"}
+                 :body "héllo"}
+                {:status 201 :headers {"Server" "mine" "Date" "Tue, 01 Jan 2030 00:00:00 GMT"} :body "x"}
+                {:status 200 :headers {"Content-Length" "999" "Transfer-Encoding" "chunked"} :body "four"}
+                {:status 200 :headers (array-map "content-type" "text/plain" "Content-Type" "text/html")
+                 :body "later key wins"}
+                {:status 200 :headers {"X-Latin" "café" :x-keyword "k"} :body (.getBytes "b")}
+                {:status 200 :headers {"content-type" "application/vnd.api+json"} :body {:a 1}}
+                {:status 404 :headers {} :body nil}]]
+    (with-server (const resp) {}
+      (let [rs (vec (repeatedly 4 #(raw "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")))]
+        (is (apply = (map without-date rs)) (str "same bytes each time for " (:headers resp)))
+        (is (re-find #"(?i)\r\ndate: " (peek rs)) "a Date header on a repeat"))))
+  (testing "what the compiled plan sends"
+    (let [resp {:status 200
+                :headers {"Set-Cookie" ["a=1; Path=/" "b=2"] "X-Num" 42 "X-Empty" [] "X-Nil" nil
+                          "Content-Type" "text/plain; charset=ISO-8859-1"}
+                :body "héllo"}]
+      (with-server (const resp) {}
+        (dotimes [_ 3]
+          (let [r (GET "/" {:as :bytes})]
+            (is (= ["a=1; Path=/" "b=2"] (get-in r [:headers "set-cookie"])))
+            (is (= "42" (header r "x-num")))
+            (is (nil? (header r "x-empty")))
+            (is (nil? (header r "x-nil")))
+            (is (= "donkey" (header r "server")))
+            (is (= "héllo" (String. ^bytes (:body r) StandardCharsets/ISO_8859_1)))
+            (is (= "5" (header r "content-length"))))))))
+  (testing "a handler's Server, Date, framing and duplicate names, on a repeat"
+    (with-server (const {:status 201 :headers {"Server" "mine" "Date" "Tue, 01 Jan 2030 00:00:00 GMT"
+                                               "Content-Length" "999"} :body "x"}) {}
+      (dotimes [_ 3]
+        (let [r (GET "/")]
+          (is (= ["mine"] (get-in r [:headers "server"])))
+          (is (= ["Tue, 01 Jan 2030 00:00:00 GMT"] (get-in r [:headers "date"])))
+          (is (= "1" (header r "content-length"))))))
+    (with-server (const {:status 200 :headers (array-map "content-type" "text/plain" "Content-Type" "text/html")
+                         :body "b"}) {}
+      (dotimes [_ 3]
+        (is (= ["text/html"] (get-in (GET "/") [:headers "content-type"]))))))
+  (testing "one String body under two charsets is encoded for each"
+    (let [body "héllo"
+          n (atom 0)
+          handler (fn [_] {:status 200
+                           :headers {"Content-Type" (if (even? (swap! n inc))
+                                                      "text/plain; charset=UTF-8"
+                                                      "text/plain; charset=ISO-8859-1")}
+                           :body body})]
+      (with-server handler {}
+        (dotimes [i 6]
+          (let [r (GET "/" {:as :bytes})
+                cs (if (str/includes? (header r "content-type") "UTF-8")
+                     StandardCharsets/UTF_8 StandardCharsets/ISO_8859_1)]
+            (is (= "héllo" (String. ^bytes (:body r) cs)) (str "request " i))))))))
+
 (deftest header-injection-is-refused
   (with-server (const {:status 200 :headers {"X-Evil" "a\r\nSet-Cookie: pwned=1"} :body "x"}) {}
-    (let [r (GET "/")]
-      (is (= 500 (:status r)))
-      (is (nil? (header r "set-cookie")))
-      (is (nil? (header r "x-evil"))))))
+    (dotimes [_ 3] ; the same map again: refused every time, never compiled into a plan
+      (let [r (GET "/")]
+        (is (= 500 (:status r)))
+        (is (nil? (header r "set-cookie")))
+        (is (nil? (header r "x-evil")))))))
 
 (deftest date-and-server-headers
   (with-server (const {:status 200 :body "d"}) {}

@@ -103,25 +103,90 @@ public final class ResponseWriter {
   }
 
   /**
+   * What {@link #writeHead} learnt of the handler's headers that the body writer needs: whether
+   * it set a framing header, and its {@code Content-Type}. A {@code :headers} map seen again
+   * (the same object: a constant map in the handler's code, as most are) is compiled once into
+   * a plan whose names and values are pre-validated and pre-encoded, and is then written
+   * without looking at the Clojure map at all.
+   *
+   * <p>Immutable; shared between threads through {@link #PLANS}.
+   */
+  public static final class HeaderPlan {
+    static final HeaderPlan NONE = new HeaderPlan(null, null, null, false, false, false, null);
+
+    /** The {@code :headers} map compiled, or null for a plan made for one response only. */
+    final Object source;
+    /** Header lines in order, one name per distinct header (case-insensitively), or null. */
+    final CharSequence[] names;
+    final CharSequence[] values;
+    final boolean framing;
+    final boolean hasDate;
+    final boolean hasServer;
+    /** The handler's Content-Type, or null. */
+    final String contentType;
+    /** The charset of {@link #contentType}, worked out once for a cached plan, else null. */
+    private final Charset charset;
+
+    HeaderPlan(Object source, CharSequence[] names, CharSequence[] values, boolean framing,
+               boolean hasDate, boolean hasServer, String contentType) {
+      this.source = source;
+      this.names = names;
+      this.values = values;
+      this.framing = framing;
+      this.hasDate = hasDate;
+      this.hasServer = hasServer;
+      this.contentType = contentType;
+      this.charset = source != null ? ResponseWriter.charset(contentType) : null;
+    }
+
+    /** The charset a String body is encoded with: that of the Content-Type, else UTF-8. */
+    Charset charset() {
+      return charset != null ? charset : ResponseWriter.charset(contentType);
+    }
+  }
+
+  /**
+   * Compiled plans of recently seen {@code :headers} maps, direct-mapped by identity hash. A
+   * slot holds a {@link HeaderPlan}, or a map seen once (compiled when seen a second time, so
+   * a map made per response costs one slot write and no compilation). Races are benign: a
+   * slot's content is immutable and a miss only costs the uncached path.
+   */
+  private static final Object[] PLANS = new Object[256];
+
+  /**
    * Sets the status and headers of {@code resp} from the Ring response map. The {@code Date}
    * and {@code Server} headers are set first, so the handler's own values replace them.
    *
+   * <p>Threading: the event loop, or the thread that has the response when it writes a fixed
+   * body directly (Vert.x queues its writes to the loop); the plan cache is thread-safe.
+   *
    * @param date the cached HTTP date of the event loop
    * @param server the {@code Server} header value, or null for none
-   * @return true when the handler set {@code Content-Length} or {@code Transfer-Encoding}
+   * @return what {@link #endFixed} needs to know of the headers
+   * @throws IllegalArgumentException for a bad status, a header name that is not a token, or
+   *     a value with CR, LF or NUL (header injection), before anything is sent
    */
-  public static boolean writeHead(HttpServerResponse resp, IPersistentMap response,
-                                  CharSequence date, CharSequence server) {
+  public static HeaderPlan writeHead(HttpServerResponse resp, IPersistentMap response,
+                                     CharSequence date, CharSequence server) {
     resp.setStatusCode(status(response.valAt(STATUS)));
     MultiMap out = resp.headers();
+    Object headers = response.valAt(HEADERS);
+    HeaderPlan plan = headers instanceof IPersistentMap ? cachedPlan((IPersistentMap) headers) : null;
+    if (plan != null && out.isEmpty()) {
+      if (!plan.hasDate) out.add(io.vertx.core.http.HttpHeaders.DATE, date);
+      if (server != null && !plan.hasServer) out.add(io.vertx.core.http.HttpHeaders.SERVER, server);
+      CharSequence[] names = plan.names;
+      CharSequence[] values = plan.values;
+      for (int i = 0; i < names.length; i++) out.add(names[i], values[i]);
+      return plan;
+    }
     out.set(io.vertx.core.http.HttpHeaders.DATE, date);
     if (server != null) out.set(io.vertx.core.http.HttpHeaders.SERVER, server);
-    Object headers = response.valAt(HEADERS);
-    if (headers == null) return false;
-    boolean framing = false;
+    if (headers == null) return HeaderPlan.NONE;
     if (!(headers instanceof Map)) {
       throw new IllegalArgumentException(":headers must be a map, got " + headers.getClass().getName());
     }
+    boolean framing = false;
     for (Object o : ((Map<?, ?>) headers).entrySet()) {
       Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
       String name = headerName(e.getKey());
@@ -129,7 +194,7 @@ public final class ResponseWriter {
       Object v = e.getValue();
       if (v instanceof String) {
         out.set(name, checkValue(name, (String) v));
-      } else if (v instanceof Iterable || v instanceof ISeq || v instanceof Seqable) {
+      } else if (isMany(v)) {
         out.remove(name);
         for (ISeq s = RT.seq(v); s != null; s = s.next()) {
           out.add(name, checkValue(name, String.valueOf(s.first())));
@@ -138,7 +203,111 @@ public final class ResponseWriter {
         out.set(name, checkValue(name, v.toString()));
       }
     }
-    return framing;
+    return new HeaderPlan(null, null, null, framing, false, false,
+        out.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
+  }
+
+  private static boolean isMany(Object v) {
+    return v instanceof Iterable || v instanceof ISeq || v instanceof Seqable;
+  }
+
+  /** The plan of {@code headers} when it was seen before, else null (and it is remembered). */
+  private static HeaderPlan cachedPlan(IPersistentMap headers) {
+    int slot = System.identityHashCode(headers) & (PLANS.length - 1);
+    Object seen = PLANS[slot];
+    if (seen instanceof HeaderPlan && ((HeaderPlan) seen).source == headers) {
+      return (HeaderPlan) seen;
+    }
+    if (seen == headers) {
+      HeaderPlan plan = compile(headers);
+      PLANS[slot] = plan;
+      return plan;
+    }
+    PLANS[slot] = headers;
+    return null;
+  }
+
+  /**
+   * Compiles a {@code :headers} map: names checked, values checked for CR/LF/NUL, a later key
+   * that names the same header case-insensitively replaces an earlier one (as {@code set}
+   * would), a seq value gives one line per element, nil values are skipped.
+   */
+  static HeaderPlan compile(IPersistentMap headers) {
+    int n = headers.count();
+    String[] lower = new String[n];
+    String[] names = new String[n];
+    Object[] vals = new Object[n]; // String, or String[] for several lines
+    int distinct = 0;
+    int lines = 0;
+    for (ISeq s = headers.seq(); s != null; s = s.next()) {
+      Map.Entry<?, ?> e = (Map.Entry<?, ?>) s.first();
+      String name = headerName(e.getKey());
+      Object v = e.getValue();
+      Object value;
+      if (v instanceof String) {
+        value = checkValue(name, (String) v);
+      } else if (isMany(v)) {
+        java.util.ArrayList<String> many = new java.util.ArrayList<>();
+        for (ISeq m = RT.seq(v); m != null; m = m.next()) {
+          many.add(checkValue(name, String.valueOf(m.first())));
+        }
+        value = many.toArray(new String[0]);
+      } else if (v != null) {
+        value = checkValue(name, v.toString());
+      } else {
+        continue;
+      }
+      String low = name.toLowerCase(Locale.ROOT);
+      int at = distinct;
+      for (int i = 0; i < distinct; i++) {
+        if (lower[i].equals(low)) at = i;
+      }
+      if (at == distinct) distinct++;
+      else lines -= linesOf(vals[at]);
+      lower[at] = low;
+      names[at] = name;
+      vals[at] = value;
+      lines += linesOf(value);
+    }
+    CharSequence[] outNames = new CharSequence[lines];
+    CharSequence[] outValues = new CharSequence[lines];
+    boolean framing = false;
+    boolean hasDate = false;
+    boolean hasServer = false;
+    String contentType = null;
+    int line = 0;
+    for (int i = 0; i < distinct; i++) {
+      String low = lower[i];
+      framing |= isFraming(low);
+      hasDate |= low.equals("date");
+      hasServer |= low.equals("server");
+      CharSequence name = io.vertx.core.http.HttpHeaders.createOptimized(names[i]);
+      if (vals[i] instanceof String) {
+        if (low.equals("content-type")) contentType = (String) vals[i];
+        outNames[line] = name;
+        outValues[line++] = encoded((String) vals[i]);
+      } else {
+        String[] many = (String[]) vals[i];
+        if (low.equals("content-type") && many.length > 0) contentType = many[0];
+        for (String v : many) {
+          outNames[line] = name;
+          outValues[line++] = encoded(v);
+        }
+      }
+    }
+    return new HeaderPlan(headers, outNames, outValues, framing, hasDate, hasServer, contentType);
+  }
+
+  private static int linesOf(Object value) {
+    return value instanceof String[] ? ((String[]) value).length : 1;
+  }
+
+  /** An ASCII value pre-encoded (Vert.x copies its bytes); others stay Strings, sent as now. */
+  private static CharSequence encoded(String v) {
+    for (int i = 0; i < v.length(); i++) {
+      if (v.charAt(i) >= 128) return v;
+    }
+    return io.vertx.core.http.HttpHeaders.createOptimized(v);
   }
 
   /** True for Content-Length and Transfer-Encoding, which the writer owns for fixed bodies. */
@@ -159,37 +328,64 @@ public final class ResponseWriter {
    * is replaced. A map or vector is serialized before anything else is done, so a body that
    * cannot be written throws with the response untouched. Event loop only.
    *
-   * @param handlerFraming what {@link #writeHead} returned: whether there is a handler-set
-   *     framing header to replace
+   * @param head what {@link #writeHead} returned
    * @throws IllegalArgumentException when a map or vector body cannot be written as JSON, or
    *     the body is of no FIXED type
    */
-  public static void endFixed(HttpServerResponse resp, Object body, boolean handlerFraming) {
+  public static void endFixed(HttpServerResponse resp, Object body, HeaderPlan head) {
     Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
     MultiMap h = resp.headers();
-    if (handlerFraming) {
+    if (head.framing) {
       h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
       h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
     }
     if (body == null) {
       resp.end();
     } else if (body instanceof String) {
-      Charset cs = charset(h.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
-      if (cs == StandardCharsets.UTF_8) {
-        resp.end((String) body);
-      } else {
-        resp.end(Buffer.buffer(((String) body).getBytes(cs)));
-      }
+      resp.end(encode((String) body, head.charset()));
     } else if (body instanceof byte[]) {
       resp.end(Buffer.buffer((byte[]) body));
     } else if (json != null) {
-      if (!h.contains(io.vertx.core.http.HttpHeaders.CONTENT_TYPE)) {
+      if (head.contentType == null) {
         h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
       }
       resp.end(json);
     } else {
       throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
     }
+  }
+
+  /**
+   * Recently sent String bodies and their bytes, direct-mapped by identity hash, with the same
+   * seen-twice rule as {@link #PLANS}: a constant body (a literal in the handler) is encoded
+   * once, a body made per response costs one slot write. Entries are immutable; Vert.x sends a
+   * slice of a Buffer, never the Buffer itself, so one Buffer can be sent any number of times.
+   */
+  private static final Object[] BODIES = new Object[256];
+
+  private static final class Encoded {
+    final String text;
+    final Charset charset;
+    final Buffer bytes;
+
+    Encoded(String text, Charset charset, Buffer bytes) {
+      this.text = text;
+      this.charset = charset;
+      this.bytes = bytes;
+    }
+  }
+
+  /** {@code s} encoded with {@code cs}; any thread. */
+  static Buffer encode(String s, Charset cs) {
+    int slot = System.identityHashCode(s) & (BODIES.length - 1);
+    Object seen = BODIES[slot];
+    if (seen instanceof Encoded) {
+      Encoded e = (Encoded) seen;
+      if (e.text == s && e.charset == cs) return e.bytes;
+    }
+    Buffer b = Buffer.buffer(s.getBytes(cs));
+    BODIES[slot] = seen == s ? new Encoded(s, cs, b) : s;
+    return b;
   }
 
   /** Sends a file body with zero-copy; a missing or unreadable file raises before sending. */

@@ -43,6 +43,13 @@ public final class FakeRequest implements HttpServerRequest {
     this.headers = headers;
   }
 
+  /** What wrk sends: a Host header and nothing else. */
+  public static MultiMap wrkHeaders() {
+    MultiMap h = HttpHeaders.headers();
+    h.add("Host", "127.0.0.1:18480");
+    return h;
+  }
+
   /** Eight headers in the order and case a browser or wrk sends them. */
   public static MultiMap browserHeaders() {
     MultiMap h = HttpHeaders.headers();

@@ -1,0 +1,185 @@
+package donkey.bench;
+
+import clojure.lang.IFn;
+import clojure.lang.IPersistentMap;
+import clojure.lang.RT;
+import donkey.ring.RequestMap;
+import donkey.ring.ResponseWriter;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * Writing a response, and the whole per-request path of the Ring layer, without a socket
+ * (issue 4): what donkey adds per request on top of what raw Vert.x does, in ns and bytes.
+ *
+ * <ul>
+ *   <li>{@code write_*}: the TechEmpower plaintext and JSON responses written into a
+ *       {@link FakeResponse} by {@link ResponseWriter} ({@code writeHead} + {@code endFixed}),
+ *       against {@code write_raw*}, which does what {@code bench/java/.../RawVertx.java} does
+ *       (four {@code headers().add} and {@code end(Buffer)}) to the same fake response.
+ *       {@code write_plaintextFreshHeaders} makes a new {@code :headers} map per response, so
+ *       it shows the path for a map not seen before (no compiled header plan).
+ *   <li>{@code path_*}: one whole request as the kernel serves it on the event loop, socket
+ *       excepted: scan the headers, build the Ring request map, call a Clojure handler that
+ *       reads {@code :uri} and {@code :request-method} and returns the response map, then
+ *       write it; against {@code path_raw*}, RawVertx's handler on the same fake exchange.
+ * </ul>
+ *
+ * <p>The difference of a donkey benchmark and its raw twin is the Ring layer's cost per
+ * request (issue 4's target: at most 1 KiB allocated).
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@State(Scope.Thread)
+@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+public class ResponseBench {
+  private static final CharSequence DATE =
+      HttpHeaders.createOptimized("Mon, 23 Nov 2026 13:30:00 GMT");
+  private static final CharSequence SERVER = HttpHeaders.createOptimized("donkey");
+  private static final CharSequence RAW_SERVER = HttpHeaders.createOptimized("raw-vertx");
+  private static final CharSequence TEXT_PLAIN = HttpHeaders.createOptimized("text/plain");
+  private static final CharSequence APPLICATION_JSON =
+      HttpHeaders.createOptimized("application/json");
+  private static final Buffer HELLO = Buffer.buffer("Hello, World!");
+  private static final CharSequence HELLO_LENGTH =
+      HttpHeaders.createOptimized(Integer.toString(HELLO.length()));
+
+  private FakeResponse resp;
+  private HttpServerRequest req;
+  /** (fn [] response): the bench app's response makers, compiled by Clojure. */
+  private IFn plaintext;
+  private IFn plaintextFreshHeaders;
+  private IFn json;
+  /** (fn [request] response): a handler that routes on :uri as a Ring app would. */
+  private IFn handler;
+
+  @Setup
+  public void setup() {
+    resp = new FakeResponse();
+    req = new FakeRequest(FakeRequest.wrkHeaders());
+    IFn eval = RT.var("clojure.core", "eval");
+    IFn read = RT.var("clojure.core", "read-string");
+    eval.invoke(read.invoke("(do (def plaintext-headers {\"Content-Type\" \"text/plain\"})"
+        + " (def json-headers {\"Content-Type\" \"application/json\"}))"));
+    plaintext = (IFn) eval.invoke(read.invoke(
+        "(fn [] {:status 200 :headers plaintext-headers :body \"Hello, World!\"})"));
+    plaintextFreshHeaders = (IFn) eval.invoke(read.invoke(
+        "(fn [] {:status 200 :headers {\"Content-Type\" (str \"text/\" \"plain\")}"
+            + " :body \"Hello, World!\"})"));
+    json = (IFn) eval.invoke(read.invoke(
+        "(let [hello \"Hello, World!\"]"
+            + " (fn [] {:status 200 :headers json-headers :body {\"message\" (str hello)}}))"));
+    handler = (IFn) eval.invoke(read.invoke(
+        "(fn [request] (case (:uri request)"
+            + " \"/plaintext\" {:status 200 :headers plaintext-headers :body \"Hello, World!\"}"
+            + " {:status 404 :body \"Not Found\"}))"));
+    // what each writes must be what the server sends
+    write((IPersistentMap) plaintext.invoke());
+    check(resp.getStatusCode() == 200 && "text/plain".equals(resp.headers().get("content-type"))
+        && resp.headers().get("date") != null, "plaintext head");
+    resp.clear();
+    long before = resp.sent;
+    write((IPersistentMap) json.invoke());
+    check(resp.sent - before == "{\"message\":\"Hello, World!\"}".length()
+        && "application/json".equals(resp.headers().get("content-type")), "json");
+    resp.clear();
+    before = resp.sent;
+    path();
+    check(resp.sent - before == 13 && resp.getStatusCode() == 200, "whole path");
+  }
+
+  private static void check(boolean ok, String what) {
+    if (!ok) throw new IllegalStateException("ResponseBench self-check failed: " + what);
+  }
+
+  private void write(IPersistentMap r) {
+    ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, DATE, SERVER);
+    ResponseWriter.endFixed(resp, r.valAt(ResponseWriter.BODY), head);
+  }
+
+  private void rawPlaintext() {
+    resp.headers()
+        .add(HttpHeaders.CONTENT_TYPE, TEXT_PLAIN)
+        .add(HttpHeaders.CONTENT_LENGTH, HELLO_LENGTH)
+        .add(HttpHeaders.SERVER, RAW_SERVER)
+        .add(HttpHeaders.DATE, DATE);
+    resp.end(HELLO);
+  }
+
+  private void path() {
+    RequestMap.Head head = RequestMap.scan(req.headers());
+    IPersistentMap request = RequestMap.build(req, head, null, false, null, "127.0.0.1");
+    write((IPersistentMap) handler.invoke(request));
+  }
+
+  @Benchmark
+  public FakeResponse write_plaintext() {
+    write((IPersistentMap) plaintext.invoke());
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse write_plaintextFreshHeaders() {
+    write((IPersistentMap) plaintextFreshHeaders.invoke());
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse write_rawPlaintext() {
+    rawPlaintext();
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse write_json() {
+    write((IPersistentMap) json.invoke());
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse write_rawJson(Blackhole bh) throws Exception {
+    byte[] body = RawJson.MAPPER.writeValueAsBytes(java.util.Map.of("message", "Hello, World!"));
+    resp.headers()
+        .add(HttpHeaders.CONTENT_TYPE, APPLICATION_JSON)
+        .add(HttpHeaders.CONTENT_LENGTH, Integer.toString(body.length))
+        .add(HttpHeaders.SERVER, RAW_SERVER)
+        .add(HttpHeaders.DATE, DATE);
+    resp.end(Buffer.buffer(body));
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse path_plaintext() {
+    path();
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse path_rawPlaintext() {
+    if (req.method() != HttpMethod.GET) throw new IllegalStateException();
+    if ("/plaintext".equals(req.path())) rawPlaintext();
+    return resp.clear();
+  }
+
+  /** RawVertx's Jackson mapper, held apart so the JSON benchmarks share one. */
+  static final class RawJson {
+    static final com.fasterxml.jackson.databind.ObjectMapper MAPPER =
+        new com.fasterxml.jackson.databind.ObjectMapper();
+  }
+}
