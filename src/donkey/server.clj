@@ -157,7 +157,11 @@
                              an async one gets it after it has arrived whole
     :max-initial-line-length longest request line; longer gets 414 (default 8192)
     :max-header-size         largest header section; larger gets 431 (default 16384)
-    :idle-timeout            ms before an idle keep-alive connection is closed (default 120000)
+    :idle-timeout            ms a connection may go without a byte moving either way before it
+                             is closed: between requests, or while a response waits on a
+                             client that stopped reading (which frees the thread writing it);
+                             checked within a second or a quarter of it; 0 for none
+                             (default 120000)
     :request-timeout         ms a handler has to answer before the client gets 503; its late
                              answer is dropped and logged, its thread not interrupted; 0 for
                              no limit (default 60000)

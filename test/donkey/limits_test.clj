@@ -48,6 +48,69 @@
     (with-server ok {:header-timeout 1000}
       (is (= "ok /" (:body (GET "/")))))))
 
+(defn- send-raw ^Socket [^String data]
+  (let [s (Socket. "127.0.0.1" (int u/*port*))]
+    (doto (.getOutputStream s) (.write (.getBytes data StandardCharsets/ISO_8859_1)) (.flush))
+    s))
+
+(defn- read-until
+  "Reads from `s` until what arrived contains `needle`; returns it (nil after `ms`)."
+  [^Socket s ^String needle ms]
+  (.setSoTimeout s (int ms))
+  (let [in (.getInputStream s) buf (byte-array 8192) sb (StringBuilder.)]
+    (try (loop []
+           (let [n (.read in buf)]
+             (when (pos? n)
+               (.append sb (String. buf 0 n StandardCharsets/ISO_8859_1))
+               (if (str/includes? (str sb) needle) (str sb) (recur)))))
+         (catch SocketTimeoutException _ nil))))
+
+(deftest idle-timeout
+  (testing "a keep-alive connection with nothing to do is closed after :idle-timeout"
+    (with-server ok {:idle-timeout 600 :header-timeout 60000}
+      (with-open [s (send-raw "GET / HTTP/1.1\r\nHost: x\r\n\r\n")]
+        (is (read-until s "ok /" 3000))
+        (let [t0 (System/nanoTime)
+              closed (closed-by-server? s 4000)
+              ms (/ (- (System/nanoTime) t0) 1e6)]
+          (is closed "closed while idle")
+          (is (< 450 ms 2500) (str "after " (long ms) " ms"))))))
+  (testing "the shorter of :header-timeout and :idle-timeout bounds the wait between requests"
+    (with-server ok {:idle-timeout 60000 :header-timeout 600}
+      (with-open [s (send-raw "GET / HTTP/1.1\r\nHost: x\r\n\r\n")]
+        (is (read-until s "ok /" 3000))
+        (is (closed-by-server? s 4000)))))
+  (testing "a response stuck on a client that stopped reading is closed, and its stream freed"
+    (let [closed (promise)
+          endless (proxy [InputStream] []
+                    (read
+                      ([] 120)
+                      ([^bytes b] (java.util.Arrays/fill b (byte 120)) (alength b))
+                      ([^bytes b off len] (java.util.Arrays/fill b (int off) (int (+ off len)) (byte 120)) len))
+                    (close [] (deliver closed true)))]
+      (with-server (fn [req] (if (= "/stuck" (:uri req)) {:status 200 :body endless} (ok req)))
+        {:idle-timeout 600}
+        (with-open [s (send-raw "GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n")]
+          ;; never read: the socket buffers fill, then the server's writes stall
+          (is (true? (deref closed 10000 false)) "the body stream was closed")
+          (is (= "ok /" (:body (GET "/"))) "the server still serves")))))
+  (testing "a slow but steady download outlives the idle timeout"
+    (let [body (map (fn [i] (Thread/sleep 150) (str "chunk" i ";")) (take 10 (iterate inc 0)))]
+      (with-server (fn [_] {:status 200 :body body}) {:idle-timeout 500}
+        (is (= (apply str (map #(str "chunk" % ";") (range 10))) (:body (GET "/")))))))
+  (testing "a slow but steady upload outlives the idle timeout"
+    (with-server (fn [req] {:status 200 :body (str (count (slurp (:body req))))})
+      {:idle-timeout 500 :body-timeout 5000}
+      (with-open [s (send-raw "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")]
+        (let [out (.getOutputStream s)]
+          (dotimes [_ 10]
+            (Thread/sleep 150)
+            (.write out (.getBytes "5\r\nabcde\r\n" StandardCharsets/ISO_8859_1))
+            (.flush out))
+          (.write out (.getBytes "0\r\n\r\n" StandardCharsets/ISO_8859_1))
+          (.flush out)
+          (is (some? (read-until s "\r\n\r\n50" 3000)) "all 50 bytes read"))))))
+
 (deftest slow-body-fails-the-handler-read
   (let [error (promise)]
     (with-server (fn [req]

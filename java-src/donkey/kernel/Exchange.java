@@ -210,7 +210,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
           if (first) {
             rejectBody(413, "Payload Too Large");
           } else {
-            req.connection().close();
+            ConnectionGuard.abort(req.connection());
           }
         }
         return;
@@ -323,6 +323,11 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     return null;
   }
 
+  /** Event loop: request body bytes read plus response bytes written so far. */
+  long bytesMoved() {
+    return req.bytesRead() + resp.bytesWritten();
+  }
+
   /** True while the handler has not answered. */
   boolean unanswered() {
     return answered == 0;
@@ -338,7 +343,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; answered 503",
         where(), loop.config.requestTimeoutMs);
     if (resp.headWritten()) {
-      req.connection().close();
+      ConnectionGuard.abort(req.connection());
     } else if (req.isEnded()) {
       resp.headers().clear();
       resp.setStatusCode(503);
@@ -397,14 +402,15 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
     if (resp.closed()) return;
     try {
-      boolean framing = ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
+      ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, loop.date,
+          loop.serverHeader);
       Object b = r.valAt(ResponseWriter.BODY);
       if (kind == ResponseWriter.Kind.FILE) {
         ResponseWriter.sendFile(resp, (java.io.File) b);
       } else if (kind == ResponseWriter.Kind.CHANNEL) {
         ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
       } else {
-        ResponseWriter.endFixed(resp, b, framing);
+        ResponseWriter.endFixed(resp, b, head);
       }
     } catch (Throwable t) {
       fail(t);
@@ -428,7 +434,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
           LOG.log(Level.ERROR, "response body of " + where() + " failed after the head was sent;"
               + " closing the connection", t);
         }
-        req.connection().close();
+        ConnectionGuard.abort(req.connection());
       } else {
         fail(t);
       }
@@ -444,7 +450,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     onLoop(() -> {
       if (resp.closed() || resp.ended()) return;
       if (resp.headWritten()) {
-        req.connection().close();
+        ConnectionGuard.abort(req.connection());
         return;
       }
       resp.headers().clear();
@@ -453,9 +459,9 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
         try {
           Object r = onError.invoke(request, t);
           if (ResponseWriter.classify(r, null) == ResponseWriter.Kind.FIXED) {
-            boolean framing = ResponseWriter.writeHead(resp, (IPersistentMap) r, loop.date,
-                loop.serverHeader);
-            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY), framing);
+            ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, (IPersistentMap) r,
+                loop.date, loop.serverHeader);
+            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY), head);
             return;
           }
           LOG.log(Level.ERROR, "the :error-handler for " + where()
@@ -481,7 +487,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     long[] dropped = {0};
     req.handler(chunk -> {
       dropped[0] += chunk.length();
-      if (dropped[0] > DRAIN_LIMIT) req.connection().close();
+      if (dropped[0] > DRAIN_LIMIT) ConnectionGuard.abort(req.connection());
     });
     if (resp.closed() || resp.ended()) return;
     resp.setStatusCode(status);

@@ -62,9 +62,8 @@ final class ServerVerticle extends VerticleBase {
         // HTTP/1.x only: with h2c on, Vert.x sniffs a connection's first bytes before it sets
         // up HTTP/1, so a silent connection would escape :max-connections and :header-timeout.
         .setHttp2ClearTextEnabled(false)
-        .setTcpNoDelay(true)
-        .setIdleTimeout((int) Math.min(Integer.MAX_VALUE, config.idleTimeoutMs))
-        .setIdleTimeoutUnit(java.util.concurrent.TimeUnit.MILLISECONDS);
+        // no Vert.x idle timeout: ConnectionGuard's sweep enforces :idle-timeout
+        .setTcpNoDelay(true);
     http = vertx.createHttpServer(opts)
         .connectionHandler(guard::accept)
         .requestHandler(this::request)
