@@ -15,6 +15,18 @@ run: deps
 	$(LEIN) javac
 	java -Dfile.encoding=UTF-8 -cp "$$(bash .ci/classpath)" clojure.main -m donkey.example
 
+# TechEmpower-style bench (bench/run.sh, then bench/latency.sh): one table of req/s and ratios
+# to raw Vert.x, then fixed-rate latencies. Several minutes; RUNS=1 DURATION=2 WARMUP=1 for a
+# smoke run. Fails when any request failed.
+bench: deps
+	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; exit $$rc
+
+# Soak (bench/soak.sh): SOAK_SECONDS (300) at SOAK_RATE (1000) req/s on 500 keep-alive
+# connections, mixing small, 1 MiB, failing (500) and upload requests; prints counts, errors by
+# kind, p50/p99 and the server's RSS every 10 s. Fails on any lost request or memory growth.
+soak: deps
+	bash bench/soak.sh
+
 deps:
 	@bash .ci/install-deps
 

@@ -264,3 +264,13 @@
                 (is (str/ends-with? (str (line "KERNEL")) (str "/" version "/" jar-name)) (line "KERNEL"))
                 (is (= "false" (line "RING-ON-CLASSPATH")) (tail out)))))))
       (finally (delete-tree! dir) (delete-tree! consumer)))))
+
+(deftest makefile-has-the-documented-targets
+  ;; the README's commands: a target lost in an edit would only show when someone ran it
+  (let [{:keys [exit out]} (run-cmd "." 30 "make" "-n" "test" "run" "bench" "soak")]
+    (is (zero? exit) out)
+    (is (str/includes? out "donkey.test-runner") "make test")
+    (is (str/includes? out "donkey.example") "make run")
+    (is (str/includes? out "bench/run.sh") "make bench: throughput")
+    (is (str/includes? out "bench/latency.sh") "make bench: fixed-rate latency")
+    (is (str/includes? out "bench/soak.sh") "make soak")))
