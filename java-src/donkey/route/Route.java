@@ -29,6 +29,8 @@ public final class Route {
   final Mode mode;
   /** Parameter names of a {@code :simple} path, in order. */
   String[] paramNames = new String[0];
+  /** {@link #paramNames} as the keywords of {@code :path-params}, interned once. */
+  clojure.lang.Keyword[] paramKeys = new clojure.lang.Keyword[0];
 
   /**
    * @param path a {@code :simple} path ({@code /users/:id}) or a full-path regex

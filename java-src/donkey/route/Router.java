@@ -130,6 +130,10 @@ public final class Router {
       }
     }
     route.paramNames = names.toArray(new String[0]);
+    route.paramKeys = new Keyword[route.paramNames.length];
+    for (int i = 0; i < route.paramKeys.length; i++) {
+      route.paramKeys[i] = Keyword.intern(route.paramNames[i]);
+    }
     return shape.toString();
   }
 
@@ -165,7 +169,7 @@ public final class Router {
       if (n != null) {
         group = n.routes;
         try {
-          params = params(group.get(0).paramNames, values);
+          params = params(group.get(0).paramKeys, values);
         } catch (IllegalArgumentException e) {
           return new Match(400, null, null, null, "Bad Request: " + e.getMessage());
         }
@@ -265,10 +269,10 @@ public final class Router {
     return null;
   }
 
-  private static IPersistentMap params(String[] names, String[] values) {
-    Object[] kv = new Object[names.length * 2];
-    for (int i = 0; i < names.length; i++) {
-      kv[2 * i] = Keyword.intern(names[i]);
+  private static IPersistentMap params(Keyword[] keys, String[] values) {
+    Object[] kv = new Object[keys.length * 2];
+    for (int i = 0; i < keys.length; i++) {
+      kv[2 * i] = keys[i];
       kv[2 * i + 1] = decode(values[i]);
     }
     return kv.length <= 16 ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv);
