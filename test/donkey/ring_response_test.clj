@@ -141,7 +141,8 @@
                  :body "later key wins"}
                 {:status 200 :headers {"X-Latin" "café" :x-keyword "k"} :body (.getBytes "b")}
                 {:status 200 :headers {"content-type" "application/vnd.api+json"} :body {:a 1}}
-                {:status 404 :headers {} :body nil}]]
+                {:status 404 :headers {} :body nil}
+                {:status 200 :headers {"Content-Type" "text/plain"} :body (apply str (repeat 5000 "é"))}]]
     (with-server (const resp) {}
       (let [rs (vec (repeatedly 4 #(raw "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")))]
         (is (apply = (map without-date rs)) (str "same bytes each time for " (:headers resp)))

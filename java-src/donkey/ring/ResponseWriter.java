@@ -356,9 +356,10 @@ public final class ResponseWriter {
   }
 
   /**
-   * Recently sent String bodies and their bytes, direct-mapped by identity hash, with the same
-   * seen-twice rule as {@link #PLANS}: a constant body (a literal in the handler) is encoded
-   * once, a body made per response costs one slot write. Entries are immutable; Vert.x sends a
+   * Recently sent String bodies of up to {@link #CACHED_BODY_CHARS} chars and their bytes,
+   * direct-mapped by identity hash, with the same seen-twice rule as {@link #PLANS}: a constant
+   * body (a literal in the handler) is encoded once, a body made per response costs one slot
+   * write, and at most 256 small bodies are held. Entries are immutable; Vert.x sends a
    * slice of a Buffer, never the Buffer itself, so one Buffer can be sent any number of times.
    */
   private static final Object[] BODIES = new Object[256];
@@ -375,8 +376,12 @@ public final class ResponseWriter {
     }
   }
 
+  /** Longer String bodies are encoded per response: the cache must not pin big bodies. */
+  private static final int CACHED_BODY_CHARS = 4096;
+
   /** {@code s} encoded with {@code cs}; any thread. */
   static Buffer encode(String s, Charset cs) {
+    if (s.length() > CACHED_BODY_CHARS) return Buffer.buffer(s.getBytes(cs));
     int slot = System.identityHashCode(s) & (BODIES.length - 1);
     Object seen = BODIES[slot];
     if (seen instanceof Encoded) {
