@@ -111,6 +111,56 @@
           (.flush out)
           (is (some? (read-until s "\r\n\r\n50" 3000)) "all 50 bytes read"))))))
 
+(defn- read-fully
+  "Reads `s` to EOF, pausing `pause-ms` after every `chunk` bytes; returns the byte count."
+  [^Socket s chunk pause-ms]
+  (.setSoTimeout s 10000)
+  (let [in (.getInputStream s) buf (byte-array 65536)]
+    (loop [total 0 since 0]
+      (let [n (try (.read in buf) (catch SocketException _ -1))]
+        (if (neg? n)
+          total
+          (let [since (+ since n)]
+            (if (>= since chunk)
+              (do (Thread/sleep (long pause-ms)) (recur (+ total n) 0))
+              (recur (+ total n) since))))))))
+
+(deftest idle-timeout-and-responses-still-flushing
+  (let [big (byte-array (* 32 1024 1024) (byte 97))
+        head-bytes 200]
+    (testing "a fixed body still flushing to a client that reads late is not cut by :header-timeout"
+      (with-server (fn [_] {:status 200 :body big}) {:header-timeout 500 :idle-timeout 10000}
+        (with-open [s (send-raw "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")]
+          (Thread/sleep 1500) ; the response has ended for Vert.x; its bytes wait in buffers
+          (is (< (alength big) (read-fully s Long/MAX_VALUE 0) (+ (alength big) head-bytes))
+              "the whole body arrived"))))
+    (testing "a fixed body stuck on a client that never reads is closed after :idle-timeout"
+      (with-server (fn [req] (if (= "/big" (:uri req)) {:status 200 :body big} (ok req)))
+        {:idle-timeout 600}
+        (with-open [s (send-raw "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")]
+          (Thread/sleep 3000)
+          (is (< (read-fully s Long/MAX_VALUE 0) (alength big)) "cut short: the server closed it")
+          (is (= "ok /" (:body (GET "/")))))))
+    (testing "a file read slowly but steadily outlives :idle-timeout"
+      (let [f (doto (java.io.File/createTempFile "donkey-idle" ".bin") (.deleteOnExit))]
+        (with-open [o (java.io.FileOutputStream. f)] (.write o big))
+        (with-server (fn [_] {:status 200 :body f}) {:idle-timeout 600}
+          (with-open [s (send-raw "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")]
+            ;; 1 MiB every 150 ms: about 5 s in all, far over the idle timeout
+            (is (< (alength big) (read-fully s (* 1024 1024) 150) (+ (alength big) head-bytes))
+                "the whole file arrived")))))))
+
+(deftest idle-timeout-bounds-an-async-route-waiting-for-its-body
+  (with-server {:routes [{:path "/" :methods [:post] :handler-mode :non-blocking
+                          :handler (fn [_ respond _] (respond {:status 200 :body "never"}))}]}
+    {:idle-timeout 600 :header-timeout 60000}
+    (with-open [s (send-raw "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")]
+      (let [t0 (System/nanoTime)
+            closed (closed-by-server? s 5000)
+            ms (/ (- (System/nanoTime) t0) 1e6)]
+        (is closed "a body that stopped arriving ends in a close")
+        (is (< ms 3000) (str "after " (long ms) " ms"))))))
+
 (deftest slow-body-fails-the-handler-read
   (let [error (promise)]
     (with-server (fn [req]

@@ -174,6 +174,12 @@
                          :body "b"}) {}
       (dotimes [_ 3]
         (is (= ["text/html"] (get-in (GET "/") [:headers "content-type"]))))))
+  (testing "a constant map whose values are not Strings is written with their current text"
+    (let [n (java.util.concurrent.atomic.AtomicLong.)
+          resp {:status 200 :headers {"X-Count" n "Content-Type" "text/plain"} :body "c"}]
+      (with-server (fn [_] (.incrementAndGet n) resp) {}
+        (dotimes [i 4]
+          (is (= (str (inc i)) (header (GET "/") "x-count")))))))
   (testing "one String body under two charsets is encoded for each"
     (let [body "héllo"
           n (atom 0)

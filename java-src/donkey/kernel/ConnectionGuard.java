@@ -1,6 +1,7 @@
 package donkey.kernel;
 
 import io.vertx.core.http.HttpConnection;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.vertx.core.net.impl.ConnectionBase;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -39,9 +40,15 @@ final class ConnectionGuard {
     String remoteAddress;
     /** Set once an answer said Connection: close; requests read after it are not served. */
     boolean closing;
-    /** The in-flight request the idle check last looked at, its byte count then, and when that changed. */
+    /**
+     * The idle check's last look: the request it saw (null once a response has ended but
+     * still flushes), that request's bytes moved, the channel's unflushed bytes and the
+     * progress of the message being written, and when any of them last changed.
+     */
     Exchange watched;
     long moved;
+    long pending;
+    long progress;
     long movedAt;
   }
 
@@ -128,28 +135,40 @@ final class ConnectionGuard {
         : idleLimit <= 0 ? headerLimit : Math.min(headerLimit, idleLimit);
     long now = System.nanoTime();
     List<HttpConnection> late = null;
+    List<HttpConnection> stuck = null;
     List<Exchange> timedOut = null;
     for (Map.Entry<HttpConnection, State> e : connections.entrySet()) {
+      HttpConnection c = e.getKey();
       State s = e.getValue();
-      if (s.started == s.ended) {
+      ChannelOutboundBuffer out = outbound(c);
+      long pending = out == null ? 0 : out.totalPendingWriteBytes();
+      if (s.started == s.ended && pending == 0) {
+        // between requests, nothing left to send
         s.watched = null;
+        s.movedAt = 0;
         if (waitLimit > 0 && now - s.idleSince > waitLimit) {
           if (late == null) late = new ArrayList<>();
-          late.add(e.getKey());
+          late.add(c);
         }
       } else {
-        Exchange x = s.current;
-        if (requestLimit > 0 && x != null && x.unanswered() && now - x.dispatchedAt > requestLimit) {
+        // a request in progress (its body being read, its handler running, its response
+        // being written), or an ended response whose bytes are still flushing
+        Exchange x = s.started == s.ended ? null : s.current;
+        if (requestLimit > 0 && x != null && x.unanswered() && x.dispatchedAt != 0
+            && now - x.dispatchedAt > requestLimit) {
           if (timedOut == null) timedOut = new ArrayList<>();
           timedOut.add(x);
-        } else if (idleLimit > 0 && x != null && idle(s, x, now, idleLimit)) {
-          if (late == null) late = new ArrayList<>();
-          late.add(e.getKey());
+        } else if (idleLimit > 0 && idle(s, x, pending, out, now, idleLimit)) {
+          if (stuck == null) stuck = new ArrayList<>();
+          stuck.add(c);
         }
       }
     }
     if (late != null) {
-      for (HttpConnection c : late) abort(c);
+      for (HttpConnection c : late) c.close(); // nothing in flight: a graceful close is immediate
+    }
+    if (stuck != null) {
+      for (HttpConnection c : stuck) abort(c);
     }
     if (timedOut != null) {
       for (Exchange x : timedOut) x.timedOut();
@@ -157,18 +176,32 @@ final class ConnectionGuard {
   }
 
   /**
-   * True when no byte of {@code x}'s request or response has moved since the sweep that
-   * first saw the count it has now, {@code idleLimit} or more ago.
+   * True when nothing has moved on the connection since the sweep that first saw its current
+   * counts, {@code idleLimit} or more ago: neither the request's bytes read nor its response's
+   * bytes handed to Vert.x ({@code x} null: none in progress), nor the channel's unflushed
+   * bytes, nor the progress of the message being written (a file is one message, and Vert.x
+   * counts it as written when it hands it over).
    */
-  private static boolean idle(State s, Exchange x, long now, long idleLimit) {
-    long moved = x.bytesMoved();
-    if (s.watched != x || s.moved != moved) {
+  private static boolean idle(State s, Exchange x, long pending, ChannelOutboundBuffer out,
+                              long now, long idleLimit) {
+    long moved = x == null ? 0 : x.bytesMoved();
+    long progress = out == null ? 0 : out.currentProgress();
+    if (s.movedAt == 0 || s.watched != x || s.moved != moved || s.pending != pending
+        || s.progress != progress) {
       s.watched = x;
       s.moved = moved;
+      s.pending = pending;
+      s.progress = progress;
       s.movedAt = now;
       return false;
     }
     return now - s.movedAt > idleLimit;
+  }
+
+  /** The channel's outbound buffer, or null when unknown or closed. Event loop. */
+  private static ChannelOutboundBuffer outbound(HttpConnection c) {
+    return c instanceof ConnectionBase
+        ? ((ConnectionBase) c).channel().unsafe().outboundBuffer() : null;
   }
 
   /**

@@ -100,6 +100,9 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   /** Event loop: routes, reads the body when there is one, then dispatches. */
   void start() {
     ServerConfig cfg = loop.config;
+    // watched by the idle check from here (its body may be read before dispatch); the request
+    // timeout only counts from dispatch (dispatchedAt)
+    if (connection != null) connection.current = this;
     head = RequestMap.scan(req.headers());
     String cl = head.contentLength;
     String te = head.transferEncoding;
@@ -210,7 +213,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
           if (first) {
             rejectBody(413, "Payload Too Large");
           } else {
-            ConnectionGuard.abort(req.connection());
+            req.connection().close();
           }
         }
         return;
@@ -268,7 +271,6 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     }
     request = RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, peer);
     dispatchedAt = System.nanoTime();
-    if (connection != null) connection.current = this;
     if (async) {
       loop.runningSince = System.nanoTime();
       loop.running = this;
@@ -487,7 +489,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     long[] dropped = {0};
     req.handler(chunk -> {
       dropped[0] += chunk.length();
-      if (dropped[0] > DRAIN_LIMIT) ConnectionGuard.abort(req.connection());
+      if (dropped[0] > DRAIN_LIMIT) req.connection().close();
     });
     if (resp.closed() || resp.ended()) return;
     resp.setStatusCode(status);

@@ -2,6 +2,7 @@ package donkey.ring;
 
 import clojure.lang.IFn;
 import clojure.lang.ILookup;
+import clojure.lang.IPersistentCollection;
 import clojure.lang.IPersistentMap;
 import clojure.lang.IRecord;
 import clojure.lang.IType;
@@ -149,7 +150,8 @@ public final class ResponseWriter {
    * Compiled plans of recently seen {@code :headers} maps, direct-mapped by identity hash. A
    * slot holds a {@link HeaderPlan}, or a map seen once (compiled when seen a second time, so
    * a map made per response costs one slot write and no compilation). Races are benign: a
-   * slot's content is immutable and a miss only costs the uncached path.
+   * slot's content is immutable and a miss only costs the uncached path. A map seen once stays
+   * referenced until its slot is reused (at most 256 small maps).
    */
   private static final Object[] PLANS = new Object[256];
 
@@ -216,15 +218,34 @@ public final class ResponseWriter {
     int slot = System.identityHashCode(headers) & (PLANS.length - 1);
     Object seen = PLANS[slot];
     if (seen instanceof HeaderPlan && ((HeaderPlan) seen).source == headers) {
-      return (HeaderPlan) seen;
+      HeaderPlan plan = (HeaderPlan) seen;
+      return plan.names == null ? null : plan;
     }
     if (seen == headers) {
-      HeaderPlan plan = compile(headers);
+      HeaderPlan plan = constantValues(headers) ? compile(headers)
+          : new HeaderPlan(headers, null, null, false, false, false, null); // never compiled
       PLANS[slot] = plan;
-      return plan;
+      return plan.names == null ? null : plan;
     }
     PLANS[slot] = headers;
     return null;
+  }
+
+  /**
+   * True when every value of {@code headers} is a String, nil, or a persistent collection of
+   * Strings: values whose text cannot change, so a plan made of them stays true. (A value of
+   * another type is written with its current {@code toString} each time, uncached.)
+   */
+  private static boolean constantValues(IPersistentMap headers) {
+    for (ISeq s = headers.seq(); s != null; s = s.next()) {
+      Object v = ((Map.Entry<?, ?>) s.first()).getValue();
+      if (v == null || v instanceof String) continue;
+      if (!(v instanceof IPersistentCollection)) return false;
+      for (ISeq m = RT.seq(v); m != null; m = m.next()) {
+        if (!(m.first() instanceof String)) return false;
+      }
+    }
+    return true;
   }
 
   /**
