@@ -324,13 +324,13 @@ public final class ClojureModule extends Module {
   // ---------------------------------------------------------------------------------------
   // reading
 
+  /** Keyword keys of decoded objects: {@code Keyword.intern(name)}, cached. */
+  private static final KeywordCache KEYS = new KeywordCache(Keyword::intern);
+
   /**
    * Reads one value whose first token {@code t} is the parser's current token, leaving the
    * parser on the value's last token.
    */
-  /** Keyword keys of decoded objects: {@code Keyword.intern(name)}, cached. */
-  private static final KeywordCache KEYS = new KeywordCache(Keyword::intern);
-
   static Object read(JsonParser p, JsonToken t, boolean keywordKeys, boolean bigDecimals)
       throws IOException {
     switch (t.id()) {

@@ -1,7 +1,7 @@
 package donkey.kernel;
 
-import io.vertx.core.http.HttpConnection;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.vertx.core.http.HttpConnection;
 import io.vertx.core.net.impl.ConnectionBase;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;

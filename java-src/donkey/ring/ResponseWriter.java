@@ -21,6 +21,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -107,17 +108,15 @@ public final class ResponseWriter {
    * What {@link #writeHead} learnt of the handler's headers that the body writer needs: whether
    * it set a framing header, and its {@code Content-Type}. A {@code :headers} map seen again
    * (the same object: a constant map in the handler's code, as most are) is compiled once into
-   * a plan whose names and values are pre-validated and pre-encoded, and is then written
-   * without looking at the Clojure map at all.
+   * a plan whose header lines are pre-validated and pre-encoded, and is then written without
+   * looking at the Clojure map at all.
    *
    * <p>Immutable; shared between threads through {@link #PLANS}.
    */
   public static final class HeaderPlan {
-    static final HeaderPlan NONE = new HeaderPlan(null, null, null, false, false, false, null);
+    static final HeaderPlan NONE = new HeaderPlan(null, null, false, false, false, null, null);
 
-    /** The {@code :headers} map compiled, or null for a plan made for one response only. */
-    final Object source;
-    /** Header lines in order, one name per distinct header (case-insensitively), or null. */
+    /** A compiled plan's header lines, in order; null for a plan made for one response. */
     final CharSequence[] names;
     final CharSequence[] values;
     final boolean framing;
@@ -125,19 +124,18 @@ public final class ResponseWriter {
     final boolean hasServer;
     /** The handler's Content-Type, or null. */
     final String contentType;
-    /** The charset of {@link #contentType}, worked out once for a cached plan, else null. */
+    /** The charset of {@link #contentType}, worked out once for a compiled plan, else null. */
     private final Charset charset;
 
-    HeaderPlan(Object source, CharSequence[] names, CharSequence[] values, boolean framing,
-               boolean hasDate, boolean hasServer, String contentType) {
-      this.source = source;
+    HeaderPlan(CharSequence[] names, CharSequence[] values, boolean framing, boolean hasDate,
+               boolean hasServer, String contentType, Charset charset) {
       this.names = names;
       this.values = values;
       this.framing = framing;
       this.hasDate = hasDate;
       this.hasServer = hasServer;
       this.contentType = contentType;
-      this.charset = source != null ? ResponseWriter.charset(contentType) : null;
+      this.charset = charset;
     }
 
     /** The charset a String body is encoded with: that of the Content-Type, else UTF-8. */
@@ -146,14 +144,10 @@ public final class ResponseWriter {
     }
   }
 
-  /**
-   * Compiled plans of recently seen {@code :headers} maps, direct-mapped by identity hash. A
-   * slot holds a {@link HeaderPlan}, or a map seen once (compiled when seen a second time, so
-   * a map made per response costs one slot write and no compilation). Races are benign: a
-   * slot's content is immutable and a miss only costs the uncached path. A map seen once stays
-   * referenced until its slot is reused (at most 256 small maps).
-   */
-  private static final Object[] PLANS = new Object[256];
+  /** Compiled plans of recently seen {@code :headers} maps (or {@link #NOT_COMPILED}). */
+  private static final SeenTwiceCache PLANS = new SeenTwiceCache(256);
+  /** The value kept for a map whose values are not all constant text: never compiled. */
+  private static final Object NOT_COMPILED = new Object();
 
   /**
    * Sets the status and headers of {@code resp} from the Ring response map. The {@code Date}
@@ -173,7 +167,7 @@ public final class ResponseWriter {
     resp.setStatusCode(status(response.valAt(STATUS)));
     MultiMap out = resp.headers();
     Object headers = response.valAt(HEADERS);
-    HeaderPlan plan = headers instanceof IPersistentMap ? cachedPlan((IPersistentMap) headers) : null;
+    HeaderPlan plan = headers instanceof IPersistentMap ? plan((IPersistentMap) headers) : null;
     if (plan != null && out.isEmpty()) {
       if (!plan.hasDate) out.add(io.vertx.core.http.HttpHeaders.DATE, date);
       if (server != null && !plan.hasServer) out.add(io.vertx.core.http.HttpHeaders.SERVER, server);
@@ -185,6 +179,19 @@ public final class ResponseWriter {
     out.set(io.vertx.core.http.HttpHeaders.DATE, date);
     if (server != null) out.set(io.vertx.core.http.HttpHeaders.SERVER, server);
     if (headers == null) return HeaderPlan.NONE;
+    boolean framing = apply(out, headers);
+    return new HeaderPlan(null, null, framing, false, false,
+        out.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE), null);
+  }
+
+  /**
+   * Sets the handler's {@code :headers} on {@code out}: names checked, values checked for
+   * CR/LF/NUL, a String value set, a seq value one line per element, nil skipped, other values
+   * by their {@code toString}; a name set again case-insensitively replaces the earlier one.
+   *
+   * @return true when the handler set {@code Content-Length} or {@code Transfer-Encoding}
+   */
+  private static boolean apply(MultiMap out, Object headers) {
     if (!(headers instanceof Map)) {
       throw new IllegalArgumentException(":headers must be a map, got " + headers.getClass().getName());
     }
@@ -196,7 +203,7 @@ public final class ResponseWriter {
       Object v = e.getValue();
       if (v instanceof String) {
         out.set(name, checkValue(name, (String) v));
-      } else if (isMany(v)) {
+      } else if (v instanceof Iterable || v instanceof ISeq || v instanceof Seqable) {
         out.remove(name);
         for (ISeq s = RT.seq(v); s != null; s = s.next()) {
           out.add(name, checkValue(name, String.valueOf(s.first())));
@@ -205,30 +212,17 @@ public final class ResponseWriter {
         out.set(name, checkValue(name, v.toString()));
       }
     }
-    return new HeaderPlan(null, null, null, framing, false, false,
-        out.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
+    return framing;
   }
 
-  private static boolean isMany(Object v) {
-    return v instanceof Iterable || v instanceof ISeq || v instanceof Seqable;
-  }
-
-  /** The plan of {@code headers} when it was seen before, else null (and it is remembered). */
-  private static HeaderPlan cachedPlan(IPersistentMap headers) {
-    int slot = System.identityHashCode(headers) & (PLANS.length - 1);
-    Object seen = PLANS[slot];
-    if (seen instanceof HeaderPlan && ((HeaderPlan) seen).source == headers) {
-      HeaderPlan plan = (HeaderPlan) seen;
-      return plan.names == null ? null : plan;
+  /** The compiled plan of {@code headers} when it was seen before and can have one, else null. */
+  private static HeaderPlan plan(IPersistentMap headers) {
+    Object v = PLANS.get(headers);
+    if (v == SeenTwiceCache.SEEN_ONCE) {
+      v = constantValues(headers) ? compile(headers) : NOT_COMPILED;
+      PLANS.put(headers, v);
     }
-    if (seen == headers) {
-      HeaderPlan plan = constantValues(headers) ? compile(headers)
-          : new HeaderPlan(headers, null, null, false, false, false, null); // never compiled
-      PLANS[slot] = plan;
-      return plan.names == null ? null : plan;
-    }
-    PLANS[slot] = headers;
-    return null;
+    return v instanceof HeaderPlan ? (HeaderPlan) v : null;
   }
 
   /**
@@ -249,78 +243,23 @@ public final class ResponseWriter {
   }
 
   /**
-   * Compiles a {@code :headers} map: names checked, values checked for CR/LF/NUL, a later key
-   * that names the same header case-insensitively replaces an earlier one (as {@code set}
-   * would), a seq value gives one line per element, nil values are skipped.
+   * Compiles a {@code :headers} map into the lines {@link #apply} would set, by applying it
+   * once to a scratch header map. Throws as {@link #apply} does.
    */
   static HeaderPlan compile(IPersistentMap headers) {
-    int n = headers.count();
-    String[] lower = new String[n];
-    String[] names = new String[n];
-    Object[] vals = new Object[n]; // String, or String[] for several lines
-    int distinct = 0;
-    int lines = 0;
-    for (ISeq s = headers.seq(); s != null; s = s.next()) {
-      Map.Entry<?, ?> e = (Map.Entry<?, ?>) s.first();
-      String name = headerName(e.getKey());
-      Object v = e.getValue();
-      Object value;
-      if (v instanceof String) {
-        value = checkValue(name, (String) v);
-      } else if (isMany(v)) {
-        java.util.ArrayList<String> many = new java.util.ArrayList<>();
-        for (ISeq m = RT.seq(v); m != null; m = m.next()) {
-          many.add(checkValue(name, String.valueOf(m.first())));
-        }
-        value = many.toArray(new String[0]);
-      } else if (v != null) {
-        value = checkValue(name, v.toString());
-      } else {
-        continue;
-      }
-      String low = name.toLowerCase(Locale.ROOT);
-      int at = distinct;
-      for (int i = 0; i < distinct; i++) {
-        if (lower[i].equals(low)) at = i;
-      }
-      if (at == distinct) distinct++;
-      else lines -= linesOf(vals[at]);
-      lower[at] = low;
-      names[at] = name;
-      vals[at] = value;
-      lines += linesOf(value);
+    MultiMap lines = io.vertx.core.http.HttpHeaders.headers();
+    boolean framing = apply(lines, headers);
+    List<Map.Entry<String, String>> entries = lines.entries();
+    CharSequence[] names = new CharSequence[entries.size()];
+    CharSequence[] values = new CharSequence[entries.size()];
+    for (int i = 0; i < names.length; i++) {
+      names[i] = io.vertx.core.http.HttpHeaders.createOptimized(entries.get(i).getKey());
+      values[i] = encoded(entries.get(i).getValue());
     }
-    CharSequence[] outNames = new CharSequence[lines];
-    CharSequence[] outValues = new CharSequence[lines];
-    boolean framing = false;
-    boolean hasDate = false;
-    boolean hasServer = false;
-    String contentType = null;
-    int line = 0;
-    for (int i = 0; i < distinct; i++) {
-      String low = lower[i];
-      framing |= isFraming(low);
-      hasDate |= low.equals("date");
-      hasServer |= low.equals("server");
-      CharSequence name = io.vertx.core.http.HttpHeaders.createOptimized(names[i]);
-      if (vals[i] instanceof String) {
-        if (low.equals("content-type")) contentType = (String) vals[i];
-        outNames[line] = name;
-        outValues[line++] = encoded((String) vals[i]);
-      } else {
-        String[] many = (String[]) vals[i];
-        if (low.equals("content-type") && many.length > 0) contentType = many[0];
-        for (String v : many) {
-          outNames[line] = name;
-          outValues[line++] = encoded(v);
-        }
-      }
-    }
-    return new HeaderPlan(headers, outNames, outValues, framing, hasDate, hasServer, contentType);
-  }
-
-  private static int linesOf(Object value) {
-    return value instanceof String[] ? ((String[]) value).length : 1;
+    String contentType = lines.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE);
+    return new HeaderPlan(names, values, framing,
+        lines.contains(io.vertx.core.http.HttpHeaders.DATE),
+        lines.contains(io.vertx.core.http.HttpHeaders.SERVER), contentType, charset(contentType));
   }
 
   /** An ASCII value pre-encoded (Vert.x copies its bytes); others stay Strings, sent as now. */
@@ -377,21 +316,17 @@ public final class ResponseWriter {
   }
 
   /**
-   * Recently sent String bodies of up to {@link #CACHED_BODY_CHARS} chars and their bytes,
-   * direct-mapped by identity hash, with the same seen-twice rule as {@link #PLANS}: a constant
-   * body (a literal in the handler) is encoded once, a body made per response costs one slot
-   * write, and at most 256 small bodies are held. Entries are immutable; Vert.x sends a
-   * slice of a Buffer, never the Buffer itself, so one Buffer can be sent any number of times.
+   * Recently sent String bodies of up to {@link #CACHED_BODY_CHARS} chars with their bytes, so
+   * a constant body (a literal in the handler) is encoded once. Vert.x sends a slice of a
+   * Buffer, never the Buffer itself, so one Buffer can be sent any number of times.
    */
-  private static final Object[] BODIES = new Object[256];
+  private static final SeenTwiceCache BODIES = new SeenTwiceCache(256);
 
   private static final class Encoded {
-    final String text;
     final Charset charset;
     final Buffer bytes;
 
-    Encoded(String text, Charset charset, Buffer bytes) {
-      this.text = text;
+    Encoded(Charset charset, Buffer bytes) {
       this.charset = charset;
       this.bytes = bytes;
     }
@@ -403,14 +338,10 @@ public final class ResponseWriter {
   /** {@code s} encoded with {@code cs}; any thread. */
   static Buffer encode(String s, Charset cs) {
     if (s.length() > CACHED_BODY_CHARS) return Buffer.buffer(s.getBytes(cs));
-    int slot = System.identityHashCode(s) & (BODIES.length - 1);
-    Object seen = BODIES[slot];
-    if (seen instanceof Encoded) {
-      Encoded e = (Encoded) seen;
-      if (e.text == s && e.charset == cs) return e.bytes;
-    }
+    Object seen = BODIES.get(s);
+    if (seen instanceof Encoded && ((Encoded) seen).charset == cs) return ((Encoded) seen).bytes;
     Buffer b = Buffer.buffer(s.getBytes(cs));
-    BODIES[slot] = seen == s ? new Encoded(s, cs, b) : s;
+    if (seen != null) BODIES.put(s, new Encoded(cs, b)); // seen before: a constant
     return b;
   }
 

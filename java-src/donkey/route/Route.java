@@ -27,9 +27,7 @@ public final class Route {
   final String[] produces;
   final IFn handler;
   final Mode mode;
-  /** Parameter names of a {@code :simple} path, in order. */
-  String[] paramNames = new String[0];
-  /** {@link #paramNames} as the keywords of {@code :path-params}, interned once. */
+  /** The parameters of a {@code :simple} path, in order, as keys of {@code :path-params}. */
   clojure.lang.Keyword[] paramKeys = new clojure.lang.Keyword[0];
 
   /**

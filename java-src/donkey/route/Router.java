@@ -93,7 +93,7 @@ public final class Router {
           throw route.invalid("bad regex: " + e.getDescription());
         }
         r.patternRoutes.add(group);
-      } else if (route.paramNames.length == 0) {
+      } else if (route.paramKeys.length == 0) {
         r.exact.put(route.path, group);
       } else {
         Node n = r.root;
@@ -111,7 +111,7 @@ public final class Router {
     return r;
   }
 
-  /** Validates a simple path, records its parameter names, returns its shape key. */
+  /** Validates a simple path, records its parameter keywords, returns its shape key. */
   private String addSimpleKey(Route route) {
     if (!route.path.startsWith("/")) throw route.invalid("a :simple path must start with /");
     List<String> names = new ArrayList<>();
@@ -129,11 +129,8 @@ public final class Router {
         shape.append(seg);
       }
     }
-    route.paramNames = names.toArray(new String[0]);
-    route.paramKeys = new Keyword[route.paramNames.length];
-    for (int i = 0; i < route.paramKeys.length; i++) {
-      route.paramKeys[i] = Keyword.intern(route.paramNames[i]);
-    }
+    route.paramKeys = new Keyword[names.size()];
+    for (int i = 0; i < names.size(); i++) route.paramKeys[i] = Keyword.intern(names.get(i));
     return shape.toString();
   }
 
