@@ -44,7 +44,8 @@ import java.util.regex.Pattern;
  *
  * <p><b>Threading</b>: every method may be called from any thread at once. The Jackson
  * {@code JsonFactory}, {@code ObjectMapper} and {@code ObjectWriter}s are built once and shared;
- * they are immutable after construction (Jackson's buffers are recycled per thread).
+ * they are immutable after construction (Jackson's buffers are recycled per platform thread
+ * and shared among virtual threads: {@link RecyclerPools}).
  */
 public final class Json {
   /** The Content-Type the kernel and the middleware give JSON they write. */
@@ -76,6 +77,8 @@ public final class Json {
 
   private static JsonFactory newFactory() {
     return JsonFactory.builder()
+        // per-thread buffers on platform threads, shared ones on virtual threads
+        .recyclerPool(RecyclerPools.threadAware())
         // the caller owns the stream; we only read one value from it
         .disable(StreamReadFeature.AUTO_CLOSE_SOURCE)
         .enable(StreamReadFeature.USE_FAST_DOUBLE_PARSER)
