@@ -74,6 +74,9 @@ final class ConnectionGuard {
     this.open = open;
   }
 
+  /** This loop's outbox, when workers hand responses back through one; set at start. */
+  Outbox outbox;
+
   /** A connection was accepted: refuse it (close at once) when over the limit, else track it. */
   void accept(HttpConnection c) {
     int n = open.incrementAndGet();
@@ -89,6 +92,7 @@ final class ConnectionGuard {
       return;
     }
     State s = new State();
+    if (outbox != null) outbox.batchFlushes(c, s);
     connections.put(c, s);
     c.closeHandler(v -> {
       if (connections.remove(c) != null) open.decrementAndGet();
@@ -113,10 +117,13 @@ final class ConnectionGuard {
     return s;
   }
 
-  /** The response to a request of {@code s} has ended. */
-  static void responseEnded(State s) {
+  /**
+   * The response to {@code e}, a request of {@code s}, has ended. (Vert.x may already have
+   * started the next pipelined request, which is then {@code s.current} and stays so.)
+   */
+  static void responseEnded(State s, Exchange e) {
     s.ended++;
-    s.current = null;
+    if (s.current == e) s.current = null;
     s.idleSince = System.nanoTime();
   }
 

@@ -65,6 +65,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   private BodyInputStream bodyStream;
   /** When the handler was started (System.nanoTime()), for {@code :request-timeout}. */
   long dispatchedAt;
+  /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
+  private Buffer prepared;
 
   /** The {@code raise} callback of an async handler (made only for async handlers). */
   private final class Raise extends AFn {
@@ -92,7 +94,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   /** Event loop: the response has ended (Vert.x's end handler). */
   @Override
   public void handle(Void ended) {
-    if (connection != null) ConnectionGuard.responseEnded(connection);
+    if (connection != null) ConnectionGuard.responseEnded(connection, this);
     BodyInputStream in = bodyStream;
     if (in != null) in.discardRest();
   }
@@ -283,12 +285,17 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
         loop.running = null;
       }
     } else {
-      try {
-        loop.workers.execute(this);
-      } catch (RejectedExecutionException e) {
-        if (ANSWERED.compareAndSet(this, 0, 1)) {
-          closeWith(503, "Service Unavailable");
-        }
+      loop.handOff(this);
+    }
+  }
+
+  /** Event loop: gives this sync exchange to the workers (503 when they refuse it). */
+  void submit() {
+    try {
+      loop.workers.execute(this);
+    } catch (RejectedExecutionException e) {
+      if (ANSWERED.compareAndSet(this, 0, 1)) {
+        closeWith(503, "Service Unavailable");
       }
     }
   }
@@ -328,6 +335,11 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   /** Event loop: request body bytes read plus response bytes written so far. */
   long bytesMoved() {
     return req.bytesRead() + resp.bytesWritten();
+  }
+
+  /** True while a worker runs this request's sync handler (its answer is not in yet). */
+  boolean onWorker() {
+    return !async && answered == 0 && dispatchedAt != 0;
   }
 
   /** True while the handler has not answered. */
@@ -392,6 +404,9 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       }
     } else if (kind == ResponseWriter.Kind.CHANNEL) {
       onLoop(() -> writeNow(r, kind));
+    } else if (kind == ResponseWriter.Kind.FIXED && loop.outbox != null
+        && loop.pool.isWorkerThread()) {
+      prepare(r);
     } else {
       // A fixed body or a file is written from the thread that has it: Vert.x queues writes
       // from other threads and drains them on the loop in batches with one flush, where a
@@ -413,6 +428,39 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
         ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
       } else {
         ResponseWriter.endFixed(resp, b, head);
+      }
+    } catch (Throwable t) {
+      fail(t);
+    }
+  }
+
+  /**
+   * Worker thread: sets the head and serializes the body of a fixed response here, then hands
+   * it to the loop's {@link Outbox}, which ends it in a batch with others.
+   */
+  private void prepare(IPersistentMap r) {
+    if (resp.closed()) return;
+    try {
+      ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, loop.date,
+          loop.serverHeader);
+      prepared = ResponseWriter.fixedBody(resp, r.valAt(ResponseWriter.BODY), head);
+    } catch (Throwable t) {
+      fail(t);
+      return;
+    }
+    loop.outbox.add(this);
+  }
+
+  /** Event loop (an {@link Outbox} drain): ends the response {@link #prepare} made. */
+  void endPrepared() {
+    if (resp.closed()) return;
+    Buffer b = prepared;
+    prepared = null;
+    try {
+      if (b == null) {
+        resp.end();
+      } else {
+        resp.end(b);
       }
     } catch (Throwable t) {
       fail(t);

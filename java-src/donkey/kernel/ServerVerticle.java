@@ -22,6 +22,10 @@ import java.util.concurrent.ExecutorService;
 final class ServerVerticle extends VerticleBase {
   final ServerConfig config;
   final ExecutorService workers;
+  /** {@link #workers} when they are platform threads (null for virtual threads). */
+  final WorkerPool pool;
+  /** Where {@link #pool}'s workers leave finished responses for this loop; set in start. */
+  volatile Outbox outbox;
   final CharSequence serverHeader;
   private final int port;
   /** The current HTTP date, refreshed every second by a timer on this loop. */
@@ -35,6 +39,15 @@ final class ServerVerticle extends VerticleBase {
   /** When {@link #running} started, in System.nanoTime(). */
   volatile long runningSince;
   private final ConnectionGuard guard;
+  /**
+   * Sync exchanges dispatched during this loop iteration, handed to the workers together once
+   * the loop has read everything that was ready: one worker wake-up per batch instead of one per
+   * request. Loop-confined.
+   */
+  private final java.util.ArrayDeque<Exchange> handoff = new java.util.ArrayDeque<>();
+  private boolean handoffScheduled;
+  private final Runnable flushHandoff = this::flushHandoff;
+  private io.netty.channel.EventLoop netty;
   private long timer = -1;
   private long sweeper = -1;
   private HttpServer http;
@@ -43,6 +56,7 @@ final class ServerVerticle extends VerticleBase {
                  java.util.concurrent.atomic.AtomicInteger openConnections) {
     this.config = config;
     this.workers = workers;
+    this.pool = workers instanceof WorkerPool ? (WorkerPool) workers : null;
     this.port = port;
     this.guard = new ConnectionGuard(config, openConnections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
@@ -52,6 +66,13 @@ final class ServerVerticle extends VerticleBase {
   public Future<?> start() {
     eventLoop = context;
     thread = Thread.currentThread();
+    netty = ((io.vertx.core.internal.ContextInternal) context).nettyEventLoop();
+    if (pool != null) {
+      Outbox o = new Outbox(netty, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS));
+      pool.register(o);
+      outbox = o;
+      guard.outbox = o;
+    }
     date = HttpDate.now();
     timer = vertx.setPeriodic(1000, id -> date = HttpDate.now());
     sweeper = vertx.setPeriodic(ConnectionGuard.sweepPeriodMs(config), id -> guard.sweep());
@@ -119,6 +140,25 @@ final class ServerVerticle extends VerticleBase {
         .putHeader(HttpHeaders.DATE, date);
     if (serverHeader != null) resp.putHeader(HttpHeaders.SERVER, serverHeader);
     resp.end(message).onComplete(v -> r.connection().close());
+  }
+
+  /**
+   * Event loop: queues a sync exchange for the workers. The batch is submitted by a task that
+   * Netty runs after this iteration's reads, so every request read in one iteration reaches the
+   * workers with a single wake-up.
+   */
+  void handOff(Exchange e) {
+    handoff.add(e);
+    if (!handoffScheduled) {
+      handoffScheduled = true;
+      netty.execute(flushHandoff);
+    }
+  }
+
+  private void flushHandoff() {
+    handoffScheduled = false;
+    Exchange e;
+    while ((e = handoff.poll()) != null) e.submit();
   }
 
   /** The port this loop's server is bound to. */

@@ -1,17 +1,13 @@
 package donkey.kernel;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.TimeUnit;
 
 /**
- * The executors that run sync (blocking) handlers: a fixed pool of platform threads, or one
- * virtual thread per task on a JVM that has them. Tasks are unordered: N threads serve N slow
+ * The executors that run sync (blocking) handlers: a {@link WorkerPool} of platform threads, or
+ * of virtual threads on a JVM that has them. Tasks are unordered: N threads serve N slow
  * requests at once.
  */
 final class Workers {
@@ -23,27 +19,29 @@ final class Workers {
   }
 
   /**
-   * A fixed pool of {@code n} daemon platform threads named {@code donkey-worker-N}.
+   * A {@link WorkerPool} of up to {@code n} daemon platform threads named
+   * {@code donkey-worker-N}: as many run as there are cores while they keep up, more (up to
+   * {@code n}) as soon as queued requests wait {@link #STALL_MS} ms or more because the running
+   * ones are blocked. Threads idle for 60 s exit.
    *
    * @throws IllegalArgumentException when {@code n < 1}
    */
   static ExecutorService platform(int n) {
-    if (n < 1) throw new IllegalArgumentException(":worker-threads must be >= 1, got " + n);
     AtomicInteger ids = new AtomicInteger();
     ThreadFactory tf = r -> {
       Thread t = new Thread(r, "donkey-worker-" + ids.incrementAndGet());
       t.setDaemon(true);
       return t;
     };
-    ThreadPoolExecutor pool =
-        new ThreadPoolExecutor(n, n, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), tf);
-    pool.allowCoreThreadTimeOut(true);
-    return pool;
+    return pool(tf, n);
   }
 
   /**
-   * {@code Executors.newVirtualThreadPerTaskExecutor()}, looked up at run time so the kernel
-   * still compiles and loads on Java 17.
+   * A {@link WorkerPool} whose workers are virtual threads ({@code donkey-vworker-N}), with no
+   * practical limit on their number: a blocking handler unmounts its virtual thread, and a
+   * request that waits {@link #STALL_MS} ms behind blocked ones gets a new virtual thread, so
+   * any number of slow requests run at once. Looked up at run time so the kernel still
+   * compiles and loads on Java 17.
    *
    * @throws IllegalStateException on a JVM without virtual threads
    */
@@ -52,13 +50,25 @@ final class Workers {
       throw new IllegalStateException(
           ":virtual-threads? needs Java 21 or later; this JVM is " + Runtime.version());
     }
+    ThreadFactory tf;
     try {
-      return (ExecutorService) MethodHandles.publicLookup()
-          .findStatic(java.util.concurrent.Executors.class, "newVirtualThreadPerTaskExecutor",
-              MethodType.methodType(ExecutorService.class))
-          .invoke();
-    } catch (Throwable t) {
-      throw new IllegalStateException("could not create a virtual-thread executor", t);
+      Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+      Class<?> ofVirtual = Class.forName("java.lang.Thread$Builder$OfVirtual");
+      builder = ofVirtual.getMethod("name", String.class, long.class)
+          .invoke(builder, "donkey-vworker-", 1L);
+      tf = (ThreadFactory) Class.forName("java.lang.Thread$Builder").getMethod("factory")
+          .invoke(builder);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("could not create a virtual-thread factory", e);
     }
+    return pool(tf, Integer.MAX_VALUE);
   }
+
+  private static ExecutorService pool(ThreadFactory tf, int max) {
+    return new WorkerPool("donkey-worker", tf, max, Runtime.getRuntime().availableProcessors(),
+        TimeUnit.MILLISECONDS.toNanos(STALL_MS), TimeUnit.SECONDS.toNanos(60));
+  }
+
+  /** How long a queued request may wait for a busy pool before another thread is woken. */
+  static final long STALL_MS = 1;
 }

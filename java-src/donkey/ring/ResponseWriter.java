@@ -40,8 +40,9 @@ import java.util.Map;
  * A record or deftype that satisfies {@code StreamableResponseBody} is streamed by the protocol
  * instead; for core maps and vectors the protocol is not consulted.
  *
- * <p>Threading: {@link #writeHead} and {@link #endFixed} run on the request's event loop;
- * {@link #stream} blocks and must run on a worker or virtual thread.
+ * <p>Threading: {@link #writeHead}, {@link #fixedBody} and {@link #endFixed} run on whichever
+ * single thread owns the response at the time (the event loop, or the worker that ran the
+ * handler); {@link #stream} blocks and must run on a worker or virtual thread.
  *
  * <p>Bad input: a response that is not a map, a status that is not an integer in 100..999, a
  * header value with CR or LF, a body of an unknown type, or a map/vector body that cannot be
@@ -283,16 +284,35 @@ public final class ResponseWriter {
   }
 
   /**
-   * Ends the response with a nil, String, byte[], or map or vector (JSON) body. The length is
-   * always computed here: a {@code Content-Length} or {@code Transfer-Encoding} the handler set
-   * is replaced. A map or vector is serialized before anything else is done, so a body that
-   * cannot be written throws with the response untouched. Event loop only.
+   * Ends the response with a nil, String, byte[], or map or vector (JSON) body: {@link
+   * #fixedBody} then {@code end}. Any thread that owns the response (Vert.x queues an end from
+   * another thread onto the loop).
+   *
+   * @param head what {@link #writeHead} returned
+   * @throws IllegalArgumentException as {@link #fixedBody}
+   */
+  public static void endFixed(HttpServerResponse resp, Object body, HeaderPlan head) {
+    Buffer b = fixedBody(resp, body, head);
+    if (b == null) {
+      resp.end();
+    } else {
+      resp.end(b);
+    }
+  }
+
+  /**
+   * Prepares a nil, String, byte[], or map or vector (JSON) body for {@code end}: its bytes
+   * (null for a nil body), with the framing headers the handler set removed (the length is
+   * always computed from the bytes) and the JSON Content-Type added when the handler set none.
+   * A map or vector is serialized before anything else is done, so a body that cannot be
+   * written throws with the response untouched. Any thread that owns the response; the
+   * serialization runs on the calling thread.
    *
    * @param head what {@link #writeHead} returned
    * @throws IllegalArgumentException when a map or vector body cannot be written as JSON, or
    *     the body is of no FIXED type
    */
-  public static void endFixed(HttpServerResponse resp, Object body, HeaderPlan head) {
+  public static Buffer fixedBody(HttpServerResponse resp, Object body, HeaderPlan head) {
     Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
     MultiMap h = resp.headers();
     if (head.framing) {
@@ -300,19 +320,18 @@ public final class ResponseWriter {
       h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
     }
     if (body == null) {
-      resp.end();
+      return null;
     } else if (body instanceof String) {
-      resp.end(encode((String) body, head.charset()));
+      return encode((String) body, head.charset());
     } else if (body instanceof byte[]) {
-      resp.end(Buffer.buffer((byte[]) body));
+      return Buffer.buffer((byte[]) body);
     } else if (json != null) {
       if (head.contentType == null) {
         h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
       }
-      resp.end(json);
-    } else {
-      throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
+      return json;
     }
+    throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
   }
 
   /**

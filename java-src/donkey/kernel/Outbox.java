@@ -1,0 +1,177 @@
+package donkey.kernel;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoop;
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.net.impl.ConnectionBase;
+import java.util.ArrayList;
+import java.lang.System.Logger.Level;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Responses that workers have prepared for one event loop, handed over in batches: a worker
+ * adds each response it finishes and wakes the loop once, when it runs out of work (or the
+ * pool's monitor does, when a response has waited a stall period behind a busy worker). The
+ * loop then ends every waiting response in one task and flushes them together.
+ *
+ * <p>Why: a response ended from a worker is a task on the loop, and a loop parked in
+ * {@code epoll_wait} is woken for it; on a busy core the woken loop preempts the worker, writes
+ * that one response and parks again, so each request costs two context switches. Batching the
+ * hand-back (and the hand-off, {@link ServerVerticle#handOff}) makes it two per batch.
+ *
+ * <p>The responses of one drain also leave in one write per connection: Vert.x flushes every
+ * write made outside a read at once, so the responses to a connection's pipelined requests
+ * would each cost a write system call; {@link #batchFlushes} puts a handler in the
+ * connection's pipeline that holds those flushes until the drain ends.
+ *
+ * <p>Threading: {@link #add} and {@link #wake} from any thread (workers, the monitor);
+ * {@link #drain} and {@link #batchFlushes} run on the loop.
+ */
+final class Outbox {
+  private static final System.Logger LOG = System.getLogger("donkey");
+
+  private final EventLoop loop;
+  private final ConcurrentLinkedQueue<Exchange> ready = new ConcurrentLinkedQueue<>();
+  /** True from a wake until its drain has started: one task queued at a time. */
+  private final AtomicBoolean scheduled = new AtomicBoolean();
+  /** When the oldest response not yet covered by a wake was added (System.nanoTime()). */
+  private volatile long since;
+  private final Runnable drain = this::drain;
+  /** True while {@link #drain} runs (loop-confined). */
+  private boolean draining;
+  /** Connections whose flush is held: during this drain, or carried over (loop-confined). */
+  private final ArrayList<FlushHolder> held = new ArrayList<>();
+  /** When the oldest flush carried over a drain was first held (0 when none is). */
+  private volatile long carriedSince;
+
+  /**
+   * How long a pipelined response may be held for the next one's (see {@link #releaseHeld}):
+   * a few drain cycles of a busy loop, and the most a slow handler delays the response before
+   * it on the same connection.
+   */
+  static final long MAX_HOLD_MS = 5;
+  private final long maxHoldNanos;
+
+  Outbox(EventLoop loop, long maxHoldNanos) {
+    this.loop = loop;
+    this.maxHoldNanos = maxHoldNanos;
+  }
+
+  /** Any thread: queues a prepared exchange; the loop is not woken yet (see {@link #wake}). */
+  void add(Exchange e) {
+    if (ready.isEmpty()) since = System.nanoTime();
+    ready.offer(e);
+  }
+
+  /** Any thread: has the loop end what is waiting, unless nothing is or a drain is queued. */
+  void wake() {
+    if (ready.isEmpty() && carriedSince == 0) return;
+    if (scheduled.get() || !scheduled.compareAndSet(false, true)) return;
+    try {
+      loop.execute(drain);
+    } catch (RejectedExecutionException e) {
+      // the loop has shut down: its connections are gone with it
+      LOG.log(Level.DEBUG, "the server stopped before {0} prepared responses could be written",
+          ready.size());
+      ready.clear();
+    }
+  }
+
+  /**
+   * Any thread: true when a response has waited at least {@code nanos} without a wake, or a
+   * flush has been held for {@link #maxHoldNanos}.
+   */
+  boolean overdue(long now, long nanos) {
+    if (scheduled.get()) return false;
+    long c = carriedSince;
+    return !ready.isEmpty() && now - since >= nanos || c != 0 && now - c >= maxHoldNanos;
+  }
+
+  /** Event loop: ends every prepared response, in the order they were added. */
+  private void drain() {
+    scheduled.set(false);
+    draining = true;
+    try {
+      Exchange e;
+      while ((e = ready.poll()) != null) e.endPrepared();
+    } finally {
+      draining = false;
+      releaseHeld();
+    }
+  }
+
+  /**
+   * Event loop: flushes the connections held during the drain, except those whose next
+   * pipelined request is already on a worker: their response follows shortly and leaves in
+   * the same write, as a pipelined batch does on the non-blocking path. Such a flush is
+   * carried for at most {@link #maxHoldNanos} (the pool's monitor wakes a drain for it), so a
+   * slow handler delays the answer before it by that much at most.
+   */
+  private void releaseHeld() {
+    if (held.isEmpty()) return;
+    long now = System.nanoTime();
+    long oldest = 0;
+    int kept = 0;
+    for (int i = 0; i < held.size(); i++) {
+      FlushHolder h = held.get(i);
+      Exchange next = h.state.current;
+      if (next != null && next.onWorker() && now - h.heldSince < maxHoldNanos) {
+        held.set(kept++, h);
+        if (oldest == 0 || h.heldSince - oldest < 0) oldest = h.heldSince;
+      } else {
+        h.release();
+      }
+    }
+    held.subList(kept, held.size()).clear();
+    carriedSince = oldest;
+  }
+
+  /** Event loop: holds {@code c}'s flushes during drains (see the class comment). */
+  void batchFlushes(HttpConnection c, ConnectionGuard.State state) {
+    if (!(c instanceof ConnectionBase)) return;
+    ChannelPipeline p = ((ConnectionBase) c).channelHandlerContext().pipeline();
+    if (p.get("handler") != null) p.addBefore("handler", "donkey-flush", new FlushHolder(state));
+  }
+
+  /** Passes flushes on, except during a drain, where each connection's is held once. */
+  private final class FlushHolder extends ChannelOutboundHandlerAdapter {
+    final ConnectionGuard.State state;
+    private ChannelHandlerContext ctx;
+    private boolean holding;
+    long heldSince;
+
+    FlushHolder(ConnectionGuard.State state) {
+      this.state = state;
+    }
+
+    @Override
+    public void flush(ChannelHandlerContext ctx) {
+      if (!draining) {
+        ctx.flush();
+      } else if (!holding) {
+        holding = true;
+        heldSince = System.nanoTime();
+        this.ctx = ctx;
+        held.add(this);
+      }
+    }
+
+    /** A close (Vert.x closes right after a last response) sends what is held first. */
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+      if (holding) ctx.flush();
+      ctx.close(promise);
+    }
+
+    void release() {
+      holding = false;
+      ctx.flush();
+    }
+  }
+
+}

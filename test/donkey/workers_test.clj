@@ -1,0 +1,137 @@
+(ns donkey.workers-test
+  "The worker pool that runs sync handlers (donkey.kernel.WorkerPool) and the batched hand-back
+  of their responses (donkey.kernel.Outbox): only as many workers as cores run while they keep
+  up, but blocked workers never hold up other requests, :worker-threads is a hard limit, and a
+  pipelined response is never held long behind a slow handler."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.test-util :as u :refer [with-server GET]])
+  (:import (java.io InputStream OutputStream)
+           (java.net Socket)
+           (java.nio.charset StandardCharsets)
+           (java.util.concurrent CountDownLatch Executors Future TimeUnit)
+           (java.util.concurrent.atomic AtomicInteger)))
+
+(defn- in-parallel
+  "Starts `n` GETs of `path` on their own threads; returns their futures."
+  [n path]
+  (let [pool (Executors/newFixedThreadPool n)
+        fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (GET path)))) (range n))]
+    (.shutdown pool)
+    fs))
+
+(deftest blocked-workers-do-not-hold-up-other-requests
+  (let [cores (.availableProcessors (Runtime/getRuntime))
+        blocked (+ cores 2)                 ; more than the workers kept running
+        inside (CountDownLatch. blocked)
+        release (CountDownLatch. 1)
+        handler (fn [req]
+                  (if (= "/block" (:uri req))
+                    (do (.countDown inside)
+                        (.await release 10 TimeUnit/SECONDS)
+                        {:status 200 :body "released"})
+                    {:status 200 :body "fast"}))]
+    (with-server handler {:worker-threads (+ blocked 4)}
+      (let [fs (in-parallel blocked "/block")]
+        (try
+          (is (.await inside 5 TimeUnit/SECONDS)
+              (str "all " blocked " blocking requests run at once although only " cores
+                   " workers are kept running while they keep up"))
+          (let [t0 (System/nanoTime)
+                r (GET "/fast")
+                ms (/ (- (System/nanoTime) t0) 1e6)]
+            (is (= "fast" (:body r)))
+            (is (< ms 1000) (str "a fast request behind " blocked " blocked ones took " (long ms) " ms")))
+          (finally (.countDown release)))
+        (is (every? #(= "released" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))
+
+(deftest worker-threads-is-a-hard-limit
+  (let [running (AtomicInteger.)
+        most (AtomicInteger.)
+        handler (fn [_]
+                  (let [n (.incrementAndGet running)]
+                    (loop [m (.get most)]
+                      (when (and (> n m) (not (.compareAndSet most m n))) (recur (.get most))))
+                    (Thread/sleep 150)
+                    (.decrementAndGet running)
+                    {:status 200 :body "ok"}))]
+    (with-server handler {:worker-threads 2}
+      (let [fs (in-parallel 6 "/")]
+        (is (every? #(= "ok" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))
+        (is (= 2 (.get most)) "never more than :worker-threads handlers at once")))))
+
+(defn- read-until
+  "Reads from `in` until the text read so far contains every string in `marks` or `ms`
+  passes; returns [text elapsed-ms]."
+  [^Socket s ^String request marks ms]
+  (.setSoTimeout s 100)
+  (let [^OutputStream out (.getOutputStream s)
+        ^InputStream in (.getInputStream s)
+        buf (byte-array 8192)
+        sb (StringBuilder.)
+        t0 (System/nanoTime)
+        elapsed #(/ (- (System/nanoTime) t0) 1e6)]
+    (.write out (.getBytes request StandardCharsets/ISO_8859_1))
+    (.flush out)
+    (loop []
+      (let [text (str sb)]
+        (if (or (every? #(str/includes? text %) marks) (> (elapsed) ms))
+          [text (elapsed)]
+          (let [n (try (.read in buf) (catch java.net.SocketTimeoutException _ 0))]
+            (when (pos? n) (.append sb (String. buf 0 (int n) StandardCharsets/ISO_8859_1)))
+            (if (neg? n) [(str sb) (elapsed)] (recur))))))))
+
+(deftest pipelined-response-is-not-held-behind-a-slow-handler
+  ;; responses to pipelined requests leave together when they are ready together; one whose
+  ;; successor is slow must still leave at once (within Outbox/MAX_HOLD_MS)
+  (with-server (fn [req]
+                 (when (= "/slow" (:uri req)) (Thread/sleep 2000))
+                 {:status 200 :body (str "done" (:uri req))})
+    {}
+    (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+      (let [[text ms] (read-until s (str "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"
+                                         "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+                                  ["done/fast"] 5000)]
+        (is (str/includes? text "done/fast"))
+        (is (not (str/includes? text "done/slow")))
+        (is (< ms 1000) (str "the first response took " (long ms) " ms behind a 2 s handler")))
+      (let [[text] (read-until s "" ["done/slow"] 5000)]
+        (is (str/includes? text "done/slow") "the slow one follows")))))
+
+(deftest request-timeout-covers-pipelined-requests
+  ;; the second pipelined request becomes the connection's current one while the first
+  ;; response is still being ended; the timeout must watch it
+  (with-server (fn [req]
+                 (if (= "/hang" (:uri req))
+                   (do (Thread/sleep 5000) {:status 200 :body "too late"})
+                   {:status 200 :body "first"}))
+    {:request-timeout 300}
+    (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+      (let [[text ms] (read-until s (str "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n"
+                                         "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n")
+                                  ["first" "503"] 4000)]
+        (is (str/includes? text "first"))
+        (is (str/includes? text "HTTP/1.1 503") "the hanging pipelined request timed out")
+        (is (< ms 3000) (str "after " (long ms) " ms"))))))
+
+(deftest many-connections-many-workers-in-order
+  ;; batches of responses from several workers to several connections, each in order
+  (with-server (fn [req]
+                 (when (str/ends-with? (:uri req) "7") (Thread/sleep 5))
+                 {:status 200 :body (:uri req)})
+    {:worker-threads 4}
+    (let [pool (Executors/newFixedThreadPool 8)
+          fs (mapv (fn [c]
+                     (.submit pool ^Callable
+                              (bound-fn []
+                                (u/raw (str (apply str (for [i (range 30)]
+                                                         (str "GET /c" c "-" i " HTTP/1.1\r\nHost: x\r\n\r\n")))
+                                            "GET /end HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                                       10000))))
+                   (range 8))]
+      (.shutdown pool)
+      (doseq [[c ^Future f] (map vector (range 8) fs)]
+        (let [resp (.get f 20 TimeUnit/SECONDS)]
+          (is (= (concat (for [i (range 30)] (str "/c" c "-" i)) ["/end"])
+                 (re-seq #"/c\d+-\d+|/end" resp))
+              (str "connection " c ": every response, in order")))))))
