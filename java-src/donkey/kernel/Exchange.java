@@ -91,9 +91,17 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     if (connection != null) resp.endHandler(this);
   }
 
-  /** Event loop: the response has ended (Vert.x's end handler). */
+  /**
+   * The response has ended (Vert.x's end handler). Vert.x calls it on the thread that ended the
+   * response, which is a worker for streamed bodies and files; the connection's state is
+   * loop-confined, so the bookkeeping runs on the loop.
+   */
   @Override
   public void handle(Void ended) {
+    if (Thread.currentThread() != loop.thread) {
+      onLoop(() -> handle(null));
+      return;
+    }
     if (connection != null) ConnectionGuard.responseEnded(connection, this);
     BodyInputStream in = bodyStream;
     if (in != null) in.discardRest();
@@ -272,9 +280,10 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
       if (peer == null) peer = connection.remoteAddress = req.remoteAddress().hostAddress();
     }
     request = RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, peer);
-    dispatchedAt = System.nanoTime();
+    long now = System.nanoTime();
+    dispatchedAt = now;
     if (async) {
-      loop.runningSince = System.nanoTime();
+      loop.runningSince = now;
       loop.running = this;
       IFn raise = new Raise();
       try {
