@@ -135,3 +135,62 @@
           (is (= (concat (for [i (range 30)] (str "/c" c "-" i)) ["/end"])
                  (re-seq #"/c\d+-\d+|/end" resp))
               (str "connection " c ": every response, in order")))))))
+
+(deftest the-pool-grows-when-the-queue-moves-but-too-slowly
+  ;; all but one of the workers kept running are blocked; the last one serves a backlog of
+  ;; short requests. The queue keeps moving, but its oldest request waits longer than 1 ms:
+  ;; more workers must join.
+  (let [cores (.availableProcessors (Runtime/getRuntime))
+        blocked (max 0 (dec cores))
+        inside (CountDownLatch. blocked)
+        release (CountDownLatch. 1)
+        served-by (java.util.concurrent.ConcurrentHashMap.)
+        spin (fn [micros] (let [end (+ (System/nanoTime) (* 1000 micros))]
+                            (while (< (System/nanoTime) end))))
+        handler (fn [req]
+                  (if (= "/block" (:uri req))
+                    (do (.countDown inside) (.await release 20 TimeUnit/SECONDS) {:status 200 :body "b"})
+                    (do (spin 400)
+                        (.put served-by (.getName (Thread/currentThread)) true)
+                        {:status 200 :body "fast"})))]
+    (with-server handler {:worker-threads 16}
+      (let [bs (in-parallel blocked "/block")]
+        (try
+          (is (.await inside 5 TimeUnit/SECONDS))
+          (let [pool (Executors/newFixedThreadPool 16)
+                fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (dotimes [_ 20] (GET "/fast")) :done)))
+                         (range 16))]
+            (.shutdown pool)
+            (is (every? #(= :done (.get ^Future % 30 TimeUnit/SECONDS)) fs))
+            (is (> (count served-by) 1)
+                (str "the backlog was served by " (count served-by) " worker(s) while " blocked
+                     " of " cores " were blocked")))
+          (finally (.countDown release)))
+        (doseq [^Future f bs] (.get f 20 TimeUnit/SECONDS))))))
+
+(deftest an-interrupt-does-not-leak-into-the-next-request
+  ;; e.g. a timeout helper that interrupts the handler's thread just after it returned
+  (with-server (fn [req]
+                 (if (= "/interrupt-me" (:uri req))
+                   (do (.interrupt (Thread/currentThread)) {:status 200 :body "ok"})
+                   {:status 200 :body (str (.isInterrupted (Thread/currentThread)))}))
+    {:worker-threads 1}
+    (is (= "ok" (:body (GET "/interrupt-me"))))
+    (is (= "false" (:body (GET "/next"))) "the next request on the same worker starts clean")
+    (is (= "ok" (:body (GET "/interrupt-me"))))
+    (Thread/sleep 50)
+    (is (= "false" (:body (GET "/after-idle"))) "also after the worker parked in between")))
+
+(deftest a-request-that-timed-out-in-the-queue-is-not-run
+  (let [ran (AtomicInteger.)]
+    (with-server (fn [req]
+                   (if (= "/hold" (:uri req))
+                     (do (Thread/sleep 1200) {:status 200 :body "held"})
+                     (do (.incrementAndGet ran) {:status 200 :body "ran"})))
+      {:worker-threads 1 :request-timeout 300}
+      (let [[held] (in-parallel 1 "/hold")]
+        (Thread/sleep 100)                   ; /hold has the only worker
+        (is (= 503 (:status (GET "/queued"))) "the queued request timed out")
+        (.get ^Future held 5 TimeUnit/SECONDS)
+        (Thread/sleep 200)
+        (is (zero? (.get ran)) "and its handler never ran once a worker was free")))))

@@ -30,13 +30,14 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * runs the handler in its mode, and writes what it answered (or the error it caused).
  *
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
- * worker executor; an async handler runs on the event loop and its {@code respond}/{@code raise}
+ * worker pool; an async handler runs on the event loop and its {@code respond}/{@code raise}
  * (this object and a {@link Raise}) may be called from any thread, once: the first call wins,
- * later ones are logged and ignored. Fixed bodies and files are written from the thread that
- * answered (Vert.x queues writes from other threads onto the loop); streamed bodies from a
- * worker thread; channel bodies are opened on the event loop.
+ * later ones are logged and ignored. A fixed body a pool worker answered is prepared on the
+ * worker and ended on the loop through its {@link Outbox}; other fixed bodies and files are
+ * written from the thread that answered (Vert.x queues writes from other threads onto the
+ * loop); streamed bodies from a worker thread; channel bodies are opened on the event loop.
  */
-final class Exchange extends AFn implements Runnable, Handler<Void> {
+final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
   private static final String ERROR_500 = "Internal Server Error";
   /** Body bytes read and dropped after an early error answer before the connection is closed. */
@@ -65,6 +66,8 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
   private BodyInputStream bodyStream;
   /** When the handler was started (System.nanoTime()), for {@code :request-timeout}. */
   long dispatchedAt;
+  /** Set on the loop when {@code :request-timeout} answered this request. */
+  private volatile boolean timedOut;
   /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
   private Buffer prepared;
 
@@ -309,9 +312,20 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
     }
   }
 
-  /** Worker thread: runs a sync handler. */
+  /** When this sync exchange was handed to the workers (its dispatch time). */
+  @Override
+  public long queuedAt() {
+    return dispatchedAt;
+  }
+
+  /**
+   * Worker thread: runs a sync handler, unless the request timed out (503) while it waited for
+   * a worker. (A request answered early for its body, 413 or 400, still runs its handler, whose
+   * body reads fail: the handler starts with the head.)
+   */
   @Override
   public void run() {
+    if (timedOut) return;
     Object response = null;
     Throwable error = null;
     try {
@@ -363,6 +377,7 @@ final class Exchange extends AFn implements Runnable, Handler<Void> {
    */
   void timedOut() {
     if (!ANSWERED.compareAndSet(this, 0, 1)) return;
+    timedOut = true;
     LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; answered 503",
         where(), loop.config.requestTimeoutMs);
     if (resp.headWritten()) {

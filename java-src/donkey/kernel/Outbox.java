@@ -75,10 +75,12 @@ final class Outbox {
     try {
       loop.execute(drain);
     } catch (RejectedExecutionException e) {
-      // the loop has shut down: its connections are gone with it
+      // the loop has shut down: its connections are gone with it, and so are these responses
       LOG.log(Level.DEBUG, "the server stopped before {0} prepared responses could be written",
           ready.size());
       ready.clear();
+      carriedSince = 0;
+      scheduled.set(false);
     }
   }
 

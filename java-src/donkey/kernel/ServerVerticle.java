@@ -22,7 +22,7 @@ import java.util.concurrent.ExecutorService;
 final class ServerVerticle extends VerticleBase {
   final ServerConfig config;
   final ExecutorService workers;
-  /** {@link #workers} when they are platform threads (null for virtual threads). */
+  /** {@link #workers} as the pool they are (platform or virtual threads); null for none. */
   final WorkerPool pool;
   /** Where {@link #pool}'s workers leave finished responses for this loop; set in start. */
   volatile Outbox outbox;

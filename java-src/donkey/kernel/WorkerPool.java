@@ -16,9 +16,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The platform threads that run sync handlers: up to {@code max} threads, of which only as many
- * as there are cores are kept running while they keep up, and more are woken as soon as queued
- * work stops moving.
+ * The threads (platform or virtual) that run sync handlers: up to {@code max} threads, of which
+ * only as many as there are cores are kept running while they keep up, and more are woken as
+ * soon as queued work waits too long.
  *
  * <p>Why not a {@code ThreadPoolExecutor}: its queue wakes a parked thread for every task that
  * finds others parked, and each woken thread wakes the next while tasks remain, so a batch of
@@ -29,14 +29,19 @@ import java.util.concurrent.locks.LockSupport;
  * park when it is empty.
  *
  * <p>Blocking handlers are not serialized behind one another: a monitor thread looks at the
- * queue every {@code stallNanos} and, when the task at its head has not moved for a whole
- * period (every running thread is busy or blocked), wakes one more thread per waiting task, up
- * to {@code max}. So N slow requests still run on N threads at once, after a delay of at most
- * two periods; the monitor sleeps while the pool is idle.
+ * queue every {@code stallNanos}; when the task at its head has waited that long, it counts
+ * the running threads stuck in a task for that long (blocked, or slow) and wakes one more
+ * thread for each, at most one per waiting task and up to {@code max}, so that {@code target}
+ * threads keep taking work. N slow requests thus run on N threads at once after a delay of one
+ * or two periods; when no thread is stuck the cores are just busy and no thread is added. The
+ * monitor sleeps while the pool is idle (and ticks while any thread runs, a long streamed
+ * response included).
  *
  * <p>Threading: {@link #execute} may be called from any thread (it is called from event
- * loops); tasks run on the pool's threads, in no particular order. Threads idle for
- * {@code keepAliveNanos} exit and are started again when needed.
+ * loops); tasks run on the pool's threads, in no particular order, each with its interrupt
+ * status cleared. Threads idle for {@code keepAliveNanos} exit and are started again when
+ * needed; threads are reused across tasks, so ThreadLocal values a task leaves behind are seen
+ * by later tasks on that thread (as with any pool).
  */
 final class WorkerPool extends AbstractExecutorService {
   private static final System.Logger LOG = System.getLogger("donkey");
@@ -50,7 +55,7 @@ final class WorkerPool extends AbstractExecutorService {
   private final int target;
   private final long stallNanos;
   private final long keepAliveNanos;
-  private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<Queued> queue = new ConcurrentLinkedQueue<>();
   /** Parked workers, most recently parked first (its stack and caches are warmest). */
   private final ConcurrentLinkedDeque<Worker> idle = new ConcurrentLinkedDeque<>();
   private final Set<Worker> workers = ConcurrentHashMap.newKeySet();
@@ -89,6 +94,30 @@ final class WorkerPool extends AbstractExecutorService {
     monitor.start();
   }
 
+  /** A task that knows when it was queued (System.nanoTime()); others are stamped here. */
+  interface Queued extends Runnable {
+    long queuedAt();
+  }
+
+  private static final class Stamped implements Queued {
+    private final Runnable task;
+    private final long at = System.nanoTime();
+
+    Stamped(Runnable task) {
+      this.task = task;
+    }
+
+    @Override
+    public long queuedAt() {
+      return at;
+    }
+
+    @Override
+    public void run() {
+      task.run();
+    }
+  }
+
   /**
    * Queues {@code task}; wakes or starts a thread when fewer than {@code target} are running.
    *
@@ -98,7 +127,7 @@ final class WorkerPool extends AbstractExecutorService {
   public void execute(Runnable task) {
     if (task == null) throw new NullPointerException("task");
     if (state != RUNNING) throw new RejectedExecutionException(name + " is shut down");
-    queue.offer(task);
+    queue.offer(task instanceof Queued ? (Queued) task : new Stamped(task));
     if (active.get() < target) wakeOne();
   }
 
@@ -134,9 +163,18 @@ final class WorkerPool extends AbstractExecutorService {
       if (threads.compareAndSet(n, n + 1)) break;
     }
     activate();
-    Worker started = new Worker();
-    workers.add(started);
-    started.thread.start();
+    try {
+      Worker started = new Worker();
+      workers.add(started);
+      started.thread.start();
+    } catch (Throwable t) {
+      // (out of memory or threads): undo the counts, or the pool would think it has capacity
+      // it does not and the monitor would never rest
+      active.decrementAndGet();
+      threads.decrementAndGet();
+      LOG.log(Level.ERROR, name + " could not start a thread", t);
+      return false;
+    }
     return true;
   }
 
@@ -147,6 +185,8 @@ final class WorkerPool extends AbstractExecutorService {
   private final class Worker implements Runnable {
     final Thread thread;
     volatile boolean permit;
+    /** When the task this worker runs started (System.nanoTime()), 0 between tasks. */
+    volatile long taskStart;
 
     Worker() {
       thread = factory.newThread(this);
@@ -157,12 +197,15 @@ final class WorkerPool extends AbstractExecutorService {
       CURRENT.set(WorkerPool.this);
       try {
         for (;;) {
-          Runnable task = queue.poll();
+          Queued task = queue.poll();
           if (task != null) {
+            taskStart = System.nanoTime();
             runTask(task);
+            taskStart = 0;
             continue;
           }
           if (state != RUNNING) {
+            for (Outbox o : outboxes) o.wake();
             active.decrementAndGet();
             return;
           }
@@ -171,6 +214,9 @@ final class WorkerPool extends AbstractExecutorService {
       } finally {
         workers.remove(this);
         threads.decrementAndGet();
+        // a task queued while this thread was leaving found no idle thread and, at max, could
+        // not start one: it is this thread's to hand on
+        if (state == RUNNING && !queue.isEmpty()) wakeOne();
         tryTerminate();
       }
     }
@@ -198,36 +244,38 @@ final class WorkerPool extends AbstractExecutorService {
         if (left <= 0 && idle.remove(this)) return false;
         // (a waker that already took us off the idle list sets permit at once)
         LockSupport.parkNanos(this, left > 0 ? left : 1_000_000);
+        // an interrupt would make every park return at once: a spinning idle thread
+        if (state != STOP) Thread.interrupted();
       }
       // Woken by an event loop that is still reading: let it finish its iteration (and queue
       // the rest of its batch) before taking work, instead of preempting it on a shared core.
+      // (On a virtual thread this yields its carrier to other virtual threads: harmless.)
       Thread.yield();
       return true;
     }
   }
 
   private void runTask(Runnable task) {
+    // an interrupt meant for an earlier task must not fail this one
+    if (state != STOP) Thread.interrupted();
     try {
       task.run();
     } catch (Throwable t) {
       LOG.log(Level.ERROR, "a task on " + Thread.currentThread().getName() + " failed", t);
     }
-    if (state != STOP) Thread.interrupted();  // an interrupt meant for the task ends with it
   }
 
   /**
-   * The monitor thread: while any worker runs, checks every {@code stallNanos} whether the
-   * queue's head is the one it saw last time; if so, no task was taken for a whole period, and
-   * one more thread is woken per waiting task (up to {@code max}).
+   * The monitor thread: while any worker runs, checks every {@code stallNanos} how long the
+   * task at the queue's head has waited; from {@code stallNanos} on, wakes one more thread per
+   * thread stuck in a task that long, at most one per waiting task (up to {@code max}).
    */
   private void monitor() {
-    Runnable seen = null;
     while (!isTerminated()) {
       if (active.get() == 0 && queue.isEmpty()) {
         monitorParked = true;
         if (active.get() == 0 && queue.isEmpty() && !isTerminated()) LockSupport.park(this);
         monitorParked = false;
-        seen = null;
         continue;
       }
       LockSupport.parkNanos(this, stallNanos);
@@ -235,18 +283,24 @@ final class WorkerPool extends AbstractExecutorService {
       for (Outbox o : outboxes) {
         if (o.overdue(now, stallNanos)) o.wake();
       }
-      Runnable head = queue.peek();
-      if (head != null && head == seen) {
+      Queued head = queue.peek();
+      if (head != null && now - head.queuedAt() >= stallNanos) {
+        // Requests are late. Threads help only if some of the running ones are stuck in a task
+        // (blocked): keep `target` threads that are not, at most one per waiting task. (When
+        // none is stuck the cores are simply busy, and more threads would only take turns.)
+        int stuck = 0;
+        for (Worker w : workers) {
+          long t = w.taskStart;
+          if (t != 0 && now - t >= stallNanos) stuck++;
+        }
+        int more = target - (active.get() - stuck);
         int waiting = 0;
-        for (Runnable r : queue) {
-          if (++waiting >= max) break;
+        for (Queued q : queue) {
+          if (++waiting >= more) break;
         }
         for (int i = 0; i < waiting && wakeOne(); i++) {
-          // one more running thread per waiting task
+          // one more running thread per stuck one, while tasks wait
         }
-        seen = null;
-      } else {
-        seen = head;
       }
     }
   }
@@ -262,8 +316,8 @@ final class WorkerPool extends AbstractExecutorService {
   public List<Runnable> shutdownNow() {
     state = STOP;
     List<Runnable> left = new ArrayList<>();
-    Runnable r;
-    while ((r = queue.poll()) != null) left.add(r);
+    Queued r;
+    while ((r = queue.poll()) != null) left.add(r instanceof Stamped ? ((Stamped) r).task : r);
     for (Worker w : workers) w.thread.interrupt();
     wakeIdle();
     tryTerminate();

@@ -21,8 +21,8 @@ final class Workers {
   /**
    * A {@link WorkerPool} of up to {@code n} daemon platform threads named
    * {@code donkey-worker-N}: as many run as there are cores while they keep up, more (up to
-   * {@code n}) as soon as queued requests wait {@link #STALL_MS} ms or more because the running
-   * ones are blocked. Threads idle for 60 s exit.
+   * {@code n}) once the oldest queued request has waited {@link #STALL_MS} ms because the
+   * running ones are busy or blocked. Threads idle for 60 s exit.
    *
    * @throws IllegalArgumentException when {@code n < 1}
    */
