@@ -194,3 +194,21 @@
         (.get ^Future held 5 TimeUnit/SECONDS)
         (Thread/sleep 200)
         (is (zero? (.get ran)) "and its handler never ran once a worker was free")))))
+
+(deftest bodiless-statuses-through-the-outbox
+  ;; a worker's 304 and 204 and a HEAD answer are ended on the loop in a batch; the pipelined
+  ;; request after each must still parse (no stray body or length)
+  (with-server (fn [req]
+                 (case (:uri req)
+                   "/304" {:status 304 :headers {"ETag" "\"v1\""}}
+                   "/204" {:status 204}
+                   {:status 200 :body "tail"}))
+    {}
+    (let [resp (u/raw (str "GET /304 HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "GET /204 HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "HEAD /x HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+          statuses (map second (re-seq #"HTTP/1.1 (\d+)" resp))]
+      (is (= ["304" "204" "200" "200"] statuses) resp)
+      (is (re-find #"(?i)etag: \"v1\"" resp))
+      (is (str/ends-with? resp "tail") "only the last response has a body"))))
