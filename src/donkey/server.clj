@@ -148,10 +148,13 @@
     :join?                   block the calling thread until the server stops (default true)
     :async?                  the handler is a 3-arity async handler (default false)
     :event-loops             event loops, one server each (default: number of cores)
-    :worker-threads          threads that run sync handlers (default 50; :max-threads is
-                             accepted as an alias)
-    :virtual-threads?        run sync handlers on virtual threads; needs Java 21+ and fails
-                             at start-up on an older JVM (default false)
+    :worker-threads          most threads that run sync handlers (default 50; :max-threads
+                             is accepted as an alias). As many as there are cores run while
+                             handlers keep up; more start once queued requests wait 1 ms
+                             behind handlers that block
+    :virtual-threads?        run sync handlers on virtual threads (reused, no limit on their
+                             number); needs Java 21+ and fails at start-up on an older JVM
+                             (default false)
     :max-body-size           largest request body in bytes; larger gets 413 (default 16 MiB).
                              A sync handler reads its :body as it arrives, with flow control;
                              an async one gets it after it has arrived whole
