@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import io.netty.channel.EventLoop;
 import io.netty.util.AsciiString;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
@@ -10,9 +11,12 @@ import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.net.impl.SocketAddressImpl;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The HTTP server of one event loop. Every instance listens on the same host and port; Vert.x
@@ -44,10 +48,10 @@ final class ServerVerticle extends VerticleBase {
    * the loop has read everything that was ready: one worker wake-up per batch instead of one per
    * request. Loop-confined.
    */
-  private final java.util.ArrayDeque<Exchange> handoff = new java.util.ArrayDeque<>();
+  private final ArrayDeque<Exchange> handoff = new ArrayDeque<>();
   private boolean handoffScheduled;
   private final Runnable flushHandoff = this::flushHandoff;
-  private io.netty.channel.EventLoop netty;
+  private EventLoop netty;
   private long timer = -1;
   private long sweeper = -1;
   private HttpServer http;
@@ -66,9 +70,9 @@ final class ServerVerticle extends VerticleBase {
   public Future<?> start() {
     eventLoop = context;
     thread = Thread.currentThread();
-    netty = ((io.vertx.core.internal.ContextInternal) context).nettyEventLoop();
+    netty = ((ContextInternal) context).nettyEventLoop();
     if (pool != null) {
-      Outbox o = new Outbox(netty, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS));
+      Outbox o = new Outbox(netty, TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS));
       pool.register(o);
       outbox = o;
       guard.outbox = o;
