@@ -74,7 +74,7 @@ final class ConnectionGuard {
     this.open = open;
   }
 
-  /** This loop's outbox, when workers hand responses back through one; set at start. */
+  /** This loop's outbox (its flushes are batched per connection); set at start. */
   Outbox outbox;
 
   /** A connection was accepted: refuse it (close at once) when over the limit, else track it. */
@@ -92,7 +92,7 @@ final class ConnectionGuard {
       return;
     }
     State s = new State();
-    if (outbox != null) outbox.batchFlushes(c, s);
+    outbox.batchFlushes(c, s);
     connections.put(c, s);
     c.closeHandler(v -> {
       if (connections.remove(c) != null) open.decrementAndGet();

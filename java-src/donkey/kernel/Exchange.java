@@ -428,8 +428,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       }
     } else if (kind == ResponseWriter.Kind.CHANNEL) {
       onLoop(() -> writeNow(r, kind));
-    } else if (kind == ResponseWriter.Kind.FIXED && loop.outbox != null
-        && loop.pool.isWorkerThread()) {
+    } else if (kind == ResponseWriter.Kind.FIXED && loop.workers.isWorkerThread()) {
       prepare(r);
     } else {
       // A fixed body or a file is written from the thread that has it: Vert.x queues writes

@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -27,7 +26,7 @@ public final class Server implements Closeable {
 
   private final ServerConfig config;
   private final Vertx vertx;
-  private final ExecutorService workers;
+  private final WorkerPool workers;
   private final List<ServerVerticle> loops = new CopyOnWriteArrayList<>();
   private final AtomicBoolean stopping = new AtomicBoolean();
   private final java.util.concurrent.atomic.AtomicInteger openConnections =
@@ -37,7 +36,7 @@ public final class Server implements Closeable {
   private final java.util.concurrent.ScheduledExecutorService watchdog;
   private volatile Thread shutdownHook;
 
-  private Server(ServerConfig config, Vertx vertx, ExecutorService workers) {
+  private Server(ServerConfig config, Vertx vertx, WorkerPool workers) {
     this.config = config;
     this.vertx = vertx;
     this.workers = workers;
@@ -87,7 +86,7 @@ public final class Server implements Closeable {
     if (config.eventLoops < 1) {
       throw new IllegalArgumentException(":event-loops must be >= 1, got " + config.eventLoops);
     }
-    ExecutorService workers = config.virtualThreads ? Workers.virtual()
+    WorkerPool workers = config.virtualThreads ? Workers.virtual()
         : Workers.platform(config.workerThreads);
     Vertx vertx = Vertx.vertx(new VertxOptions()
         .setEventLoopPoolSize(config.eventLoops)

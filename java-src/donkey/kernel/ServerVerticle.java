@@ -15,7 +15,6 @@ import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.net.impl.SocketAddressImpl;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,10 +24,9 @@ import java.util.concurrent.TimeUnit;
  */
 final class ServerVerticle extends VerticleBase {
   final ServerConfig config;
-  final ExecutorService workers;
-  /** {@link #workers} as the pool they are (platform or virtual threads); null for none. */
-  final WorkerPool pool;
-  /** Where {@link #pool}'s workers leave finished responses for this loop; set in start. */
+  /** The threads (platform or virtual) that run sync handlers; shared by the server's loops. */
+  final WorkerPool workers;
+  /** Where {@link #workers} leave finished responses for this loop; set in start. */
   volatile Outbox outbox;
   final CharSequence serverHeader;
   private final int port;
@@ -56,11 +54,10 @@ final class ServerVerticle extends VerticleBase {
   private long sweeper = -1;
   private HttpServer http;
 
-  ServerVerticle(ServerConfig config, ExecutorService workers, int port,
+  ServerVerticle(ServerConfig config, WorkerPool workers, int port,
                  java.util.concurrent.atomic.AtomicInteger openConnections) {
     this.config = config;
     this.workers = workers;
-    this.pool = workers instanceof WorkerPool ? (WorkerPool) workers : null;
     this.port = port;
     this.guard = new ConnectionGuard(config, openConnections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
@@ -71,12 +68,10 @@ final class ServerVerticle extends VerticleBase {
     eventLoop = context;
     thread = Thread.currentThread();
     netty = ((ContextInternal) context).nettyEventLoop();
-    if (pool != null) {
-      Outbox o = new Outbox(netty, TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS));
-      pool.register(o);
-      outbox = o;
-      guard.outbox = o;
-    }
+    Outbox o = new Outbox(netty, TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS));
+    workers.register(o);
+    outbox = o;
+    guard.outbox = o;
     date = HttpDate.now();
     timer = vertx.setPeriodic(1000, id -> date = HttpDate.now());
     sweeper = vertx.setPeriodic(ConnectionGuard.sweepPeriodMs(config), id -> guard.sweep());

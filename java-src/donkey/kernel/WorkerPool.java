@@ -150,13 +150,7 @@ final class WorkerPool extends AbstractExecutorService {
 
   /** Wakes a parked worker, or starts one below {@code max}; false when neither is possible. */
   private boolean wakeOne() {
-    Worker w = idle.pollFirst();
-    if (w != null) {
-      activate();
-      w.permit = true;
-      LockSupport.unpark(w.thread);
-      return true;
-    }
+    if (wakeParked()) return true;
     for (;;) {
       int n = threads.get();
       if (n >= max) return false;
@@ -324,12 +318,19 @@ final class WorkerPool extends AbstractExecutorService {
     return left;
   }
 
+  /** Wakes the most recently parked worker; false when none is parked. */
+  private boolean wakeParked() {
+    Worker w = idle.pollFirst();
+    if (w == null) return false;
+    activate();
+    w.permit = true;
+    LockSupport.unpark(w.thread);
+    return true;
+  }
+
   private void wakeIdle() {
-    Worker w;
-    while ((w = idle.pollFirst()) != null) {
-      activate();
-      w.permit = true;
-      LockSupport.unpark(w.thread);
+    while (wakeParked()) {
+      // every parked worker, to see the shutdown
     }
     LockSupport.unpark(monitor);
   }

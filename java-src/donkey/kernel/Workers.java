@@ -1,6 +1,5 @@
 package donkey.kernel;
 
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.TimeUnit;
@@ -26,7 +25,7 @@ final class Workers {
    *
    * @throws IllegalArgumentException when {@code n < 1}
    */
-  static ExecutorService platform(int n) {
+  static WorkerPool platform(int n) {
     AtomicInteger ids = new AtomicInteger();
     ThreadFactory tf = r -> {
       Thread t = new Thread(r, "donkey-worker-" + ids.incrementAndGet());
@@ -45,7 +44,7 @@ final class Workers {
    *
    * @throws IllegalStateException on a JVM without virtual threads
    */
-  static ExecutorService virtual() {
+  static WorkerPool virtual() {
     if (!virtualThreadsAvailable()) {
       throw new IllegalStateException(
           ":virtual-threads? needs Java 21 or later; this JVM is " + Runtime.version());
@@ -64,7 +63,7 @@ final class Workers {
     return pool(tf, Integer.MAX_VALUE);
   }
 
-  private static ExecutorService pool(ThreadFactory tf, int max) {
+  private static WorkerPool pool(ThreadFactory tf, int max) {
     return new WorkerPool("donkey-worker", tf, max, Runtime.getRuntime().availableProcessors(),
         TimeUnit.MILLISECONDS.toNanos(STALL_MS), TimeUnit.SECONDS.toNanos(60));
   }
