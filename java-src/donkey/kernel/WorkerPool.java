@@ -289,8 +289,10 @@ final class WorkerPool extends AbstractExecutorService {
         }
         int more = target - (active.get() - stuck);
         int waiting = 0;
-        for (Queued q : queue) {
-          if (++waiting >= more) break;
+        if (more > 0) {
+          for (Queued q : queue) {
+            if (++waiting >= more) break;
+          }
         }
         for (int i = 0; i < waiting && wakeOne(); i++) {
           // one more running thread per stuck one, while tasks wait
