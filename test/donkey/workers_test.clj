@@ -83,7 +83,8 @@
 
 (deftest pipelined-response-is-not-held-behind-a-slow-handler
   ;; responses to pipelined requests leave together when they are ready together; one whose
-  ;; successor is slow must still leave at once (within Outbox/MAX_HOLD_MS)
+  ;; successor is slow must still leave at once (once the successor has run Workers/STALL_MS,
+  ;; and within Outbox/MAX_HOLD_MS in any case)
   (with-server (fn [req]
                  (when (= "/slow" (:uri req)) (Thread/sleep 2000))
                  {:status 200 :body (str "done" (:uri req))})

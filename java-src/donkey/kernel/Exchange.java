@@ -66,6 +66,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private BodyInputStream bodyStream;
   /** When the handler was started (System.nanoTime()), for {@code :request-timeout}. */
   long dispatchedAt;
+  /** When a worker started this sync exchange (System.nanoTime()), 0 while it is queued. */
+  volatile long startedAt;
   /** Set on the loop when {@code :request-timeout} answered this request. */
   private volatile boolean timedOut;
   /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
@@ -316,6 +318,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   @Override
   public long queuedAt() {
     return dispatchedAt;
+  }
+
+  @Override
+  public void started(long at) {
+    startedAt = at;
   }
 
   /**

@@ -68,7 +68,8 @@ final class ServerVerticle extends VerticleBase {
     eventLoop = context;
     thread = Thread.currentThread();
     netty = ((ContextInternal) context).nettyEventLoop();
-    Outbox o = new Outbox(netty, TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS));
+    Outbox o = new Outbox(netty, TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS),
+        TimeUnit.MILLISECONDS.toNanos(Workers.STALL_MS));
     workers.register(o);
     outbox = o;
     guard.outbox = o;

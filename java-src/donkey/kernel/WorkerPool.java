@@ -97,6 +97,9 @@ final class WorkerPool extends AbstractExecutorService {
   /** A task that knows when it was queued (System.nanoTime()); others are stamped here. */
   interface Queued extends Runnable {
     long queuedAt();
+
+    /** A worker is about to run this task (called on that worker, {@code at} from nanoTime). */
+    default void started(long at) {}
   }
 
   private static final class Stamped implements Queued {
@@ -193,7 +196,9 @@ final class WorkerPool extends AbstractExecutorService {
         for (;;) {
           Queued task = queue.poll();
           if (task != null) {
-            taskStart = System.nanoTime();
+            long at = System.nanoTime();
+            taskStart = at;
+            task.started(at);
             runTask(task);
             taskStart = 0;
             continue;
