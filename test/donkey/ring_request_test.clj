@@ -92,6 +92,20 @@
           (is (every? #(= % (get hs (.toLowerCase ^String %))) (rest names)) (str n " names: all present"))
           (is (= "x" (get hs "host"))))))))
 
+(deftest header-scans-in-a-row-share-nothing
+  ;; requests on one event loop, one after another with header counts on both sides of the
+  ;; scan's growth points: each sees only its own headers (guards any reuse of scan state)
+  (let [seen (atom [])]
+    (with-server (fn [req] (swap! seen conj (:headers req)) {:status 200 :body "ok"}) {}
+      (doseq [n [40 1 6 16 0 9 3]]
+        (raw (str "GET /h HTTP/1.1\r\nHost: h" n "\r\n"
+                  (apply str (map #(str "X-N" % ": v" n "\r\n") (range n)))
+                  "Connection: close\r\n\r\n"))))
+    (is (= [40 1 6 16 0 9 3] (map #(- (count %) 2) @seen)) "each request: its names + host + connection")
+    (is (every? true? (map (fn [hs n] (and (= (str "h" n) (get hs "host"))
+                                           (every? #(= (str "v" n) (get hs (str "x-n" %))) (range n))))
+                           @seen [40 1 6 16 0 9 3])))))
+
 (deftest body-is-an-input-stream
   (let [req (seen {} #(request :post "/b" {:body "hello body" :headers {"Content-Type" "text/plain"}}))]
     (is (isa? (:body-class req) InputStream) ":body is an InputStream, not a byte[]")
