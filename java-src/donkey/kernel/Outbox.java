@@ -56,7 +56,7 @@ final class Outbox {
    * reached only when those wait for a worker (an overloaded pool) rather than run: a held
    * flush whose next request runs on a worker for {@link Workers#STALL_MS} is sent at once.
    * Long enough for a 16-deep pipeline of fast handlers to leave in one write (a drain cycle
-   * of a busy loop is about a millisecond): 5 ms gave one write per 4.8 responses and 0.75x
+   * of a busy loop is about a millisecond): 5 ms gave one write per 4.8 responses and 0.83x
    * the throughput of 20 ms.
    */
   static final long MAX_HOLD_MS = 20;
