@@ -435,7 +435,9 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       }
     } else if (kind == ResponseWriter.Kind.CHANNEL) {
       onLoop(() -> writeNow(r, kind));
-    } else if (kind == ResponseWriter.Kind.FIXED && loop.workers.isWorkerThread()) {
+    } else if (kind == ResponseWriter.Kind.FIXED && Thread.currentThread() != loop.thread
+        && loop.workers.isWorkerThread()) {
+      // (the loop check first: a non-blocking handler's answer skips the ThreadLocal lookup)
       prepare(r);
     } else {
       // A fixed body or a file is written from the thread that has it: Vert.x queues writes
@@ -487,11 +489,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     Buffer b = prepared;
     prepared = null;
     try {
-      if (b == null) {
-        resp.end();
-      } else {
-        resp.end(b);
-      }
+      ResponseWriter.end(resp, b);
     } catch (Throwable t) {
       fail(t);
     }

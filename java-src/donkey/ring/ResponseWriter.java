@@ -292,11 +292,15 @@ public final class ResponseWriter {
    * @throws IllegalArgumentException as {@link #fixedBody}
    */
   public static void endFixed(HttpServerResponse resp, Object body, HeaderPlan head) {
-    Buffer b = fixedBody(resp, body, head);
-    if (b == null) {
+    end(resp, fixedBody(resp, body, head));
+  }
+
+  /** Ends {@code resp} with what {@link #fixedBody} made ({@code null}: no body). */
+  public static void end(HttpServerResponse resp, Buffer body) {
+    if (body == null) {
       resp.end();
     } else {
-      resp.end(b);
+      resp.end(body);
     }
   }
 
