@@ -162,3 +162,74 @@
       (is (= {"host" "x" "accept" "a" "user-agent" "ua" "x-forwarded-for" "1.2.3.4"
               "x-custom-thing" "y" "connection" "close"}
              (:headers (deref p 5000 nil)))))))
+
+(defn- untouched
+  "The request map exactly as the handler got it (nothing read, nothing assoc'ed), from a sync
+  handler or, with `:routes`, a non-blocking route handler on the event loop."
+  [mode path-spec send]
+  (let [p (promise)
+        handler (case mode
+                  :sync (fn [req] (deliver p req) {:status 200 :body "ok"})
+                  :non-blocking {:routes [{:path path-spec :handler-mode :non-blocking
+                                           :handler (fn [req respond _]
+                                                      (deliver p req)
+                                                      (respond {:status 200 :body "ok"}))}]})]
+    (with-server handler {}
+      (send)
+      (deref p 5000 ::timeout))))
+
+(deftest the-map-handlers-get-behaves-as-a-map-before-and-after-realising
+  ;; the kernel's map computes :headers, :server-name and :server-port on first read and builds
+  ;; the whole map for seq/assoc; every operation must agree with a plain map of its entries
+  (doseq [mode [:sync :non-blocking]]
+    (testing (name mode)
+      (let [req (untouched mode "/lazy/:id" #(GET "/lazy/7?q=1" {:headers {"X-A" "1"}}))]
+        (is (not (instance? clojure.lang.PersistentArrayMap req))
+            "premise: the kernel's own map, as handlers get it, not a realised copy")
+        (is (= "/lazy/7" (:uri req)) "a direct read")
+        (is (= "1" (get-in req [:headers "x-a"]))
+            ":headers read before anything realised it (and after the server stopped)")
+        (is (= "127.0.0.1" (:server-name req)))
+        (is (instance? Integer (:server-port req)))
+        (is (= ::d (get req :nope ::d)) "get with a default for an absent key")
+        (is (= ::d (req :nope ::d)) "invoke with a default")
+        (is (nil? (find req :nope)))
+        (is (= [:uri "/lazy/7"] (find req :uri)) "find")
+        (is (= (if (= mode :sync) 10 11) (count req)) ":path-params only with a route")
+        (is (= (= mode :non-blocking) (contains? req :path-params)))
+        (when (= mode :non-blocking) (is (= {:id "7"} (:path-params req))))
+        (is (every? #(contains? req %) [:server-port :server-name :remote-addr :uri :query-string
+                                         :scheme :request-method :protocol :headers :body]))
+        (let [plain (into {} (seq req))]
+          (is (= (count req) (count plain) (count (keys req)) (count (vals req))))
+          (is (= plain req) "a plain map = this one")
+          (is (= req plain) "this one = a plain map")
+          (is (.equals ^Object req plain) "Java equals")
+          (is (= (hash plain) (hash req)) "hash agrees")
+          (is (= (.hashCode ^Object plain) (.hashCode ^Object req)) "Java hashCode agrees")
+          (is (= plain (reduce-kv assoc {} req)) "reduce-kv")
+          (is (= plain (reduce (fn [m [k v]] (assoc m k v)) {} req)) "reduce over entries")
+          (is (= plain (merge {} req)))
+          (is (= (assoc plain :new 1) (assoc req :new 1)) "assoc keeps every entry")
+          (is (= (dissoc plain :uri) (dissoc req :uri)) "dissoc")
+          (is (= (conj plain [:x 2]) (conj req [:x 2])) "conj an entry")
+          (is (= {} (empty req)) "empty")
+          (is (= {:m 1} (meta (with-meta req {:m 1}))) "with-meta")
+          (is (= plain (with-meta req {:m 1})) "with-meta keeps the entries")
+          (is (nil? (meta req)))
+          (is (= (dissoc plain :body) (read-string (pr-str (dissoc req :body)))) "prints"))))))
+
+(deftest lazy-values-read-from-many-threads-agree
+  (let [req (untouched :sync "/" #(GET "/t" {:headers {"X-B" "2"}}))
+        reads (doall (for [_ (range 8)]
+                       (future [(:headers req) (:server-name req) (:server-port req)])))]
+    (is (apply = (map deref reads)))
+    (is (= "2" (get (first @(first reads)) "x-b")))))
+
+(deftest lazy-remote-addr-from-x-forwarded-for
+  (let [p (promise)]
+    (with-server (fn [req] (deliver p req) {:status 200}) {:trust-forwarded-for? true}
+      (GET "/" {:headers {"X-Forwarded-For" " 10.9.8.7 , 10.0.0.1"}})
+      (let [req (deref p 5000 nil)]
+        (is (= "10.9.8.7" (:remote-addr req)) "read first, before :headers")
+        (is (= "10.9.8.7" (:remote-addr (into {} (seq req)))))))))

@@ -13,6 +13,7 @@ import donkey.route.Route;
 import donkey.route.Router;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
+import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
@@ -51,7 +52,10 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
       AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
   private IPersistentMap request;
-  /** The request's headers, scanned once. */
+  /**
+   * The request's headers, scanned once: here when the kernel needs one of them (a body's
+   * framing, media-type routing), else null and left to the request map.
+   */
   private RequestMap.Head head;
   /** The handler this request runs: the server's, or the matched route's. */
   private IFn handler;
@@ -118,9 +122,18 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     // watched by the idle check from here (its body may be read before dispatch); the request
     // timeout only counts from dispatch (dispatchedAt)
     if (connection != null) connection.current = this;
-    head = RequestMap.scan(req.headers());
-    String cl = head.contentLength;
-    String te = head.transferEncoding;
+    // A request without framing headers has no body, and needs no other header of the kernel
+    // unless the routes negotiate media types: its headers are scanned only if the handler
+    // reads :headers (LazyRequestMap). Otherwise the one pass picks up every value needed,
+    // with repeated headers joined.
+    MultiMap lines = req.headers();
+    String cl = lines.get(HttpHeaders.CONTENT_LENGTH);
+    String te = lines.get(HttpHeaders.TRANSFER_ENCODING);
+    if (cl != null || te != null || cfg.router != null && cfg.router.needsMediaTypes()) {
+      head = RequestMap.scan(lines);
+      cl = head.contentLength;
+      te = head.transferEncoding;
+    }
     boolean chunked = te != null;
     // (repeated Transfer-Encoding or Content-Length headers arrive joined with ',')
     if (chunked && (cl != null || !"chunked".equalsIgnoreCase(te.trim()))) {
@@ -251,8 +264,9 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       async = cfg.async;
       return true;
     }
-    Router.Match m = cfg.router.match(req.method().name(), req.path(), head.contentType,
-        head.accept);
+    RequestMap.Head h = head;
+    Router.Match m = h == null ? cfg.router.match(req.method().name(), req.path(), null, null)
+        : cfg.router.match(req.method().name(), req.path(), h.contentType, h.accept);
     if (m.status == 0) {
       route = m.route;
       handler = m.route.handler();

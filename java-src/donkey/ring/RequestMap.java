@@ -18,7 +18,10 @@ import java.util.Map;
 import java.util.function.BiConsumer;
 
 /**
- * Builds the Ring request map (SPEC 1.x) from a Vert.x request, eagerly, as a persistent map.
+ * Builds the Ring request map (SPEC 1.x) from a Vert.x request: {@link #build} makes the
+ * {@link LazyRequestMap} handlers get, which leaves the pass over the headers ({@link #scan})
+ * until {@code :headers}, {@code :server-name} or {@code :server-port} is first read;
+ * {@link #buildEager} makes the same map with every value at once.
  *
  * <p>Threading: called on the request's event loop, which owns the Vert.x request. The map it
  * returns is immutable and may be handed to any thread.
@@ -155,16 +158,19 @@ public final class RequestMap {
     return h.finish();
   }
 
-  /** The Ring request map of {@code req}, scanning its headers here. */
+  /** The Ring request map of {@code req} ({@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String)} without a scan or a cached peer). */
   public static IPersistentMap build(HttpServerRequest req, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams) {
-    return build(req, scan(req.headers()), body, trustForwardedFor, pathParams, null);
+    return build(req, null, body, trustForwardedFor, pathParams, null);
   }
 
   /**
-   * The Ring request map of {@code req}.
+   * The Ring request map of {@code req}: a {@link LazyRequestMap}, whose {@code :headers},
+   * {@code :server-name} and {@code :server-port} (and {@code :remote-addr} when
+   * {@code trustForwardedFor}) are worked out when first read. Event loop.
    *
-   * @param head the request's scanned headers ({@link #scan})
+   * @param head the request's scanned headers ({@link #scan}) when the caller has them, else
+   *     null: they are scanned when the map first needs them
    * @param body the request body, or null when the request has none
    * @param trustForwardedFor take {@code :remote-addr} from X-Forwarded-For when present
    * @param pathParams the {@code :path-params} of a route match, or null without a route table
@@ -173,11 +179,90 @@ public final class RequestMap {
   public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams,
                                      String peer) {
+    String uri = req.uri();
+    boolean originForm = uri.startsWith("/");
+    return new LazyRequestMap(req.headers(), head, originForm,
+        originForm ? null : req.authority(), req.localAddress(), req.path(), req.query(),
+        method(req.method()), req.isSSL() ? HTTPS : HTTP, protocol(req.version()), body,
+        pathParams, peer != null ? peer : req.remoteAddress().hostAddress(), trustForwardedFor);
+  }
+
+  /**
+   * The same map as {@link #build}, with every value worked out now, as a
+   * {@link PersistentArrayMap}: what the lazy map turns into for {@code seq} or {@code assoc}.
+   * Event loop.
+   */
+  public static IPersistentMap buildEager(HttpServerRequest req, Head head, InputStream body,
+                                          boolean trustForwardedFor, IPersistentMap pathParams,
+                                          String peer) {
+    if (head == null) head = scan(req.headers());
+    String uri = req.uri();
+    boolean originForm = uri.startsWith("/");
+    Authority a = authority(originForm ? head.host : null, originForm ? null : req.authority(),
+        req.localAddress());
+    String remote = null;
+    if (trustForwardedFor) remote = firstForwardedFor(head.forwardedFor);
+    if (remote == null) remote = peer != null ? peer : req.remoteAddress().hostAddress();
+    return entries(a.port, a.name, remote, req.path(), req.query(), req.isSSL() ? HTTPS : HTTP,
+        method(req.method()), protocol(req.version()), head.headers, body, pathParams);
+  }
+
+  /** The request map's entries, in the order {@code seq} shows them. */
+  static IPersistentMap entries(Integer serverPort, String serverName, String remote,
+                                String uri, String queryString, Object scheme, Object method,
+                                String protocol, IPersistentMap headers, InputStream body,
+                                IPersistentMap pathParams) {
+    Object[] kv = new Object[pathParams == null ? 20 : 22];
+    kv[0] = SERVER_PORT;
+    kv[1] = serverPort;
+    kv[2] = SERVER_NAME;
+    kv[3] = serverName;
+    kv[4] = REMOTE_ADDR;
+    kv[5] = remote;
+    kv[6] = URI;
+    kv[7] = uri;
+    kv[8] = QUERY_STRING;
+    kv[9] = queryString;
+    kv[10] = SCHEME;
+    kv[11] = scheme;
+    kv[12] = REQUEST_METHOD;
+    kv[13] = method;
+    kv[14] = PROTOCOL;
+    kv[15] = protocol;
+    kv[16] = HEADERS;
+    kv[17] = headers;
+    kv[18] = BODY;
+    kv[19] = body;
+    if (pathParams != null) {
+      kv[20] = PATH_PARAMS;
+      kv[21] = pathParams;
+    }
+    return new PersistentArrayMap(kv);
+  }
+
+  /** {@code :server-name} and {@code :server-port}, worked out together. Immutable. */
+  static final class Authority {
+    final String name;
+    final Integer port;
+
+    Authority(String name, Integer port) {
+      this.name = name;
+      this.port = port;
+    }
+  }
+
+  /**
+   * {@code :server-name} and {@code :server-port}: from the Host header of an origin-form
+   * request (RFC 9112 3.2), else from Vert.x's authority of the request target; what is
+   * missing or unusable comes from the local socket address. Any thread.
+   *
+   * @param host the Host header of an origin-form request, else null
+   * @param absolute Vert.x's authority when the target is not origin-form, else null
+   */
+  static Authority authority(String host, HostAndPort absolute, SocketAddress local) {
     String serverName = null;
     int serverPort = -1;
-    String host = head.host;
-    if (host != null && req.uri().startsWith("/")) {
-      // origin-form: the Host header is the authority (RFC 9112 3.2)
+    if (host != null) {
       int colon = host.lastIndexOf(':');
       if (colon > 0 && host.indexOf(']', colon) < 0) {
         serverName = host.substring(0, colon);
@@ -188,48 +273,13 @@ public final class RequestMap {
       if (serverName.length() > 1 && serverName.charAt(0) == '[' && serverName.endsWith("]")) {
         serverName = serverName.substring(1, serverName.length() - 1);
       }
-    } else {
-      HostAndPort authority = req.authority();
-      if (authority != null) {
-        serverName = authority.host();
-        serverPort = authority.port();
-      }
+    } else if (absolute != null) {
+      serverName = absolute.host();
+      serverPort = absolute.port();
     }
-    if (serverName == null || serverName.isEmpty() || serverPort < 0) {
-      SocketAddress local = req.localAddress();
-      if (serverName == null || serverName.isEmpty()) serverName = local.hostAddress();
-      if (serverPort < 0) serverPort = local.port();
-    }
-    String remote = null;
-    if (trustForwardedFor) remote = firstForwardedFor(head.forwardedFor);
-    if (remote == null) remote = peer != null ? peer : req.remoteAddress().hostAddress();
-
-    Object[] kv = new Object[pathParams == null ? 20 : 22];
-    kv[0] = SERVER_PORT;
-    kv[1] = Integer.valueOf(serverPort);
-    kv[2] = SERVER_NAME;
-    kv[3] = serverName;
-    kv[4] = REMOTE_ADDR;
-    kv[5] = remote;
-    kv[6] = URI;
-    kv[7] = req.path();
-    kv[8] = QUERY_STRING;
-    kv[9] = req.query();
-    kv[10] = SCHEME;
-    kv[11] = req.isSSL() ? HTTPS : HTTP;
-    kv[12] = REQUEST_METHOD;
-    kv[13] = method(req.method());
-    kv[14] = PROTOCOL;
-    kv[15] = protocol(req.version());
-    kv[16] = HEADERS;
-    kv[17] = head.headers;
-    kv[18] = BODY;
-    kv[19] = body;
-    if (pathParams != null) {
-      kv[20] = PATH_PARAMS;
-      kv[21] = pathParams;
-    }
-    return new PersistentArrayMap(kv);
+    if (serverName == null || serverName.isEmpty()) serverName = local.hostAddress();
+    if (serverPort < 0) serverPort = local.port();
+    return new Authority(serverName, Integer.valueOf(serverPort));
   }
 
   /** The lower-case keyword of an HTTP method; the common ones are not re-interned. */
@@ -279,7 +329,8 @@ public final class RequestMap {
     return a + ("cookie".equals(name) ? "; " : ",") + b;
   }
 
-  private static String firstForwardedFor(String xff) {
+  /** The first address of an X-Forwarded-For value, or null when it names none. */
+  static String firstForwardedFor(String xff) {
     if (xff == null) return null;
     int comma = xff.indexOf(',');
     String first = (comma < 0 ? xff : xff.substring(0, comma)).trim();

@@ -62,8 +62,17 @@ public final class Router {
   private final List<Pattern> patterns = new ArrayList<>();
   private final List<String[]> patternNames = new ArrayList<>();
   private final List<List<Route>> patternRoutes = new ArrayList<>();
+  private boolean mediaTypes;
 
   private Router() {}
+
+  /**
+   * True when some route has {@code :consumes} or {@code :produces}, so {@link #match} reads
+   * the request's Content-Type and Accept; false when it never looks at them (null will do).
+   */
+  public boolean needsMediaTypes() {
+    return mediaTypes;
+  }
 
   /**
    * Compiles {@code routes}, in declaration order.
@@ -75,6 +84,7 @@ public final class Router {
     Router r = new Router();
     Map<String, List<Route>> byPattern = new HashMap<>();
     for (Route route : routes) {
+      r.mediaTypes |= route.consumes.length > 0 || route.produces.length > 0;
       String key = route.regex ? "regex:" + route.path : "simple:" + r.addSimpleKey(route);
       List<Route> group = byPattern.computeIfAbsent(key, k -> new ArrayList<>());
       for (Route other : group) {
