@@ -10,6 +10,9 @@ import clojure.lang.IPersistentVector;
 import clojure.lang.ISeq;
 import clojure.lang.Keyword;
 import clojure.lang.Named;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentHashMap;
+import clojure.lang.PersistentVector;
 import clojure.lang.RT;
 import clojure.lang.Seqable;
 import donkey.codec.Json;
@@ -89,6 +92,7 @@ public final class ResponseWriter {
     }
     Object body = ((ILookup) response).valAt(BODY);
     if (body == null || body instanceof String || body instanceof byte[]) return Kind.FIXED;
+    if (isCoreJson(body.getClass())) return Kind.FIXED;
     if (body instanceof File) return Kind.FILE;
     if (body instanceof StreamingBody) return Kind.CHANNEL;
     if (body instanceof InputStream || body instanceof ISeq) return Kind.STREAM;
@@ -277,8 +281,19 @@ public final class ResponseWriter {
         || name.length() == 17 && name.equalsIgnoreCase("transfer-encoding");
   }
 
+  /**
+   * True for the core map and vector classes, which are JSON bodies: an exact class test
+   * first, so the common bodies skip the interface checks below (a negative interface check
+   * scans every interface a Clojure collection class implements).
+   */
+  private static boolean isCoreJson(Class<?> c) {
+    return c == PersistentArrayMap.class || c == PersistentHashMap.class
+        || c == PersistentVector.class;
+  }
+
   /** True for a body written as JSON: a Clojure map or vector that is not a seq. */
   static boolean isJson(Object body) {
+    if (body != null && isCoreJson(body.getClass())) return true;
     return (body instanceof IPersistentMap || body instanceof IPersistentVector)
         && !(body instanceof ISeq);
   }
