@@ -214,6 +214,8 @@
           (is (= (dissoc plain :uri) (dissoc req :uri)) "dissoc")
           (is (= (conj plain [:x 2]) (conj req [:x 2])) "conj an entry")
           (is (= {} (empty req)) "empty")
+          (is (= (assoc plain :t 1) (persistent! (assoc! (transient req) :t 1))) "transient")
+          (is (= (assoc plain :i 1) (into req {:i 1})) "into")
           (is (= {:m 1} (meta (with-meta req {:m 1}))) "with-meta")
           (is (= plain (with-meta req {:m 1})) "with-meta keeps the entries")
           (is (nil? (meta req)))

@@ -1,6 +1,7 @@
 package donkey.ring;
 
 import clojure.lang.APersistentMap;
+import clojure.lang.IEditableCollection;
 import clojure.lang.IFn;
 import clojure.lang.IKVReduce;
 import clojure.lang.IMapEntry;
@@ -8,6 +9,7 @@ import clojure.lang.IObj;
 import clojure.lang.IPersistentCollection;
 import clojure.lang.IPersistentMap;
 import clojure.lang.ISeq;
+import clojure.lang.ITransientCollection;
 import clojure.lang.MapEntry;
 import clojure.lang.PersistentArrayMap;
 import io.vertx.core.MultiMap;
@@ -26,10 +28,10 @@ import java.util.Iterator;
  * <p>To its users it is a plain Clojure map: {@code get}, keyword lookup, {@code contains?},
  * {@code count}, {@code =} and {@code hash} (equal to the {@link PersistentArrayMap} with the
  * same entries), destructuring and printing. {@code seq}, iteration, {@code reduce-kv},
- * {@code assoc}, {@code dissoc}, {@code conj} and {@code with-meta} work on the whole map,
- * built once with every value ({@link RequestMap#buildEager}'s map, same key order); what
- * {@code assoc} and friends return is that ordinary map with the change, so middleware that
- * adds keys works on a {@link PersistentArrayMap} from then on.
+ * {@code assoc}, {@code dissoc}, {@code conj}, {@code transient} and {@code with-meta} work
+ * on the whole map, built once with every value ({@link RequestMap#buildEager}'s map, same
+ * key order); what {@code assoc} and friends return is that ordinary map with the change, so
+ * middleware that adds keys works on a {@link PersistentArrayMap} from then on.
  *
  * <p>Threading: made on the request's event loop; any thread may read it afterwards. The
  * lazy values are computed by whichever thread reads them first, from state captured on the
@@ -37,7 +39,8 @@ import java.util.Iterator;
  * the connection's immutable addresses), and published through volatile fields: two threads
  * may both compute one, and they compute equal immutable values.
  */
-final class LazyRequestMap extends APersistentMap implements IObj, IKVReduce {
+final class LazyRequestMap extends APersistentMap
+    implements IObj, IKVReduce, IEditableCollection {
   private static final long serialVersionUID = 1L;
 
   // taken when the map is made, on the event loop
@@ -201,6 +204,11 @@ final class LazyRequestMap extends APersistentMap implements IObj, IKVReduce {
   @Override
   public Object kvreduce(IFn f, Object init) {
     return ((IKVReduce) whole()).kvreduce(f, init);
+  }
+
+  @Override
+  public ITransientCollection asTransient() {
+    return ((IEditableCollection) whole()).asTransient();
   }
 
   @Override
