@@ -293,11 +293,10 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** Event loop: builds the Ring request and runs the handler in its mode. */
   private void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
-    String peer = null;
-    if (connection != null) {
-      peer = connection.remoteAddress;
-      if (peer == null) peer = connection.remoteAddress = req.remoteAddress().hostAddress();
-    }
+    // the peer's address is taken once per connection, at accept: a first-request-on-this-
+    // connection branch here would be compiled out during warm-up and deoptimize the whole
+    // compiled read path when new connections come (see ConnectionGuard.requestStarted)
+    String peer = connection != null ? connection.remoteAddress : null;
     request = RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, peer);
     long now = System.nanoTime();
     dispatchedAt = now;
