@@ -39,6 +39,8 @@ final class ConnectionGuard {
     Exchange current;
     /** The peer's address, formatted once, at accept (null when the socket has none). */
     String remoteAddress;
+    /** The local address, taken at accept (null when the socket has none). */
+    SocketAddress localAddress;
     /** Set once an answer said Connection: close; requests read after it are not served. */
     boolean closing;
     /**
@@ -92,6 +94,7 @@ final class ConnectionGuard {
     State s = new State();
     SocketAddress peer = c.remoteAddress();
     s.remoteAddress = peer == null ? null : peer.hostAddress();
+    s.localAddress = c.localAddress();
     outbox.batchFlushes(c, s);
     connections.put(c, s);
     c.closeHandler(v -> {

@@ -293,11 +293,15 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** Event loop: builds the Ring request and runs the handler in its mode. */
   private void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
-    // the peer's address is taken once per connection, at accept: a first-request-on-this-
-    // connection branch here would be compiled out during warm-up and deoptimize the whole
-    // compiled read path when new connections come (see ConnectionGuard.requestStarted)
-    String peer = connection != null ? connection.remoteAddress : null;
-    request = RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, peer);
+    // the connection's addresses are taken once, at accept, not looked up here: Vert.x's
+    // lazy address fields (and a first-request branch of ours) would be compiled out during
+    // warm-up and deoptimize the whole compiled read path when new connections come (see
+    // ConnectionGuard.requestStarted)
+    ConnectionGuard.State c = connection;
+    request = c != null
+        ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
+            c.localAddress)
+        : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
     long now = System.nanoTime();
     dispatchedAt = now;
     if (async) {

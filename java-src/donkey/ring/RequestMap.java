@@ -179,12 +179,26 @@ public final class RequestMap {
   public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams,
                                      String peer) {
+    return build(req, head, body, trustForwardedFor, pathParams,
+        peer != null ? peer : req.remoteAddress().hostAddress(), req.localAddress());
+  }
+
+  /**
+   * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String)} with
+   * the connection's addresses as the caller keeps them (the kernel takes them at accept).
+   *
+   * @param peer the socket peer's address
+   * @param local the connection's local address
+   */
+  public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
+                                     boolean trustForwardedFor, IPersistentMap pathParams,
+                                     String peer, SocketAddress local) {
     String uri = req.uri();
     boolean originForm = uri.startsWith("/");
     return new LazyRequestMap(req.headers(), head, originForm,
-        originForm ? null : req.authority(), req.localAddress(), req.path(), req.query(),
+        originForm ? null : req.authority(), local, req.path(), req.query(),
         method(req.method()), req.isSSL() ? HTTPS : HTTP, protocol(req.version()), body,
-        pathParams, peer != null ? peer : req.remoteAddress().hostAddress(), trustForwardedFor);
+        pathParams, peer, trustForwardedFor);
   }
 
   /**
