@@ -76,6 +76,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private volatile boolean timedOut;
   /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
   private Buffer prepared;
+  /** The status a worker prepared for {@link #endPrepared}. */
+  private int preparedStatus;
 
   /** The {@code raise} callback of an async handler (made only for async handlers). */
   private final class Raise extends AFn {
@@ -488,9 +490,12 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * it to the loop's {@link Outbox}, which ends it in a batch with others.
    */
   private void prepare(IPersistentMap r) {
-    if (resp.closed()) return;
+    // Nothing here takes the connection's lock (closed(), setStatusCode): a worker holding
+    // it would contend with the loop, and a contended lock is inflated and slower for the
+    // loop ever after. A closed connection is seen by endPrepared.
     try {
-      ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, loop.date,
+      preparedStatus = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
+      ResponseWriter.HeaderPlan head = ResponseWriter.writeHeaders(resp, r, loop.date,
           loop.serverHeader);
       prepared = ResponseWriter.fixedBody(resp, r.valAt(ResponseWriter.BODY), head);
     } catch (Throwable t) {
@@ -506,6 +511,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     Buffer b = prepared;
     prepared = null;
     try {
+      resp.setStatusCode(preparedStatus);
       ResponseWriter.end(resp, b);
     } catch (Throwable t) {
       fail(t);

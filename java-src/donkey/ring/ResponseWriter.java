@@ -170,6 +170,18 @@ public final class ResponseWriter {
   public static HeaderPlan writeHead(HttpServerResponse resp, IPersistentMap response,
                                      CharSequence date, CharSequence server) {
     resp.setStatusCode(status(response.valAt(STATUS)));
+    return writeHeaders(resp, response, date, server);
+  }
+
+  /**
+   * {@link #writeHead} without the status, for a thread that prepares a response the event
+   * loop ends: Vert.x sets the status under the connection's lock, which a worker would
+   * contend for with the loop (see {@link #status(Object)} to check it there).
+   *
+   * @throws IllegalArgumentException as {@link #writeHead}, except for the status
+   */
+  public static HeaderPlan writeHeaders(HttpServerResponse resp, IPersistentMap response,
+                                        CharSequence date, CharSequence server) {
     MultiMap out = resp.headers();
     Object headers = response.valAt(HEADERS);
     HeaderPlan plan = headers instanceof IPersistentMap ? plan((IPersistentMap) headers) : null;
@@ -448,7 +460,12 @@ public final class ResponseWriter {
     }
   }
 
-  static int status(Object s) {
+  /**
+   * The HTTP status of a response's {@code :status} value: 200 for nil.
+   *
+   * @throws IllegalArgumentException when it is not an integer in 100..999
+   */
+  public static int status(Object s) {
     if (s == null) return 200;
     if (s instanceof Long || s instanceof Integer || s instanceof Short) {
       long v = ((Number) s).longValue();
