@@ -486,8 +486,9 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   /**
-   * Worker thread: sets the head and serializes the body of a fixed response here, then hands
-   * it to the loop's {@link Outbox}, which ends it in a batch with others.
+   * Worker thread: sets the headers and serializes the body of a fixed response here, then
+   * hands it to the loop's {@link Outbox}, which sets its status and ends it in a batch with
+   * others.
    */
   private void prepare(IPersistentMap r) {
     // Nothing here takes the connection's lock (closed(), setStatusCode): a worker holding
