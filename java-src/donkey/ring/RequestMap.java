@@ -158,7 +158,10 @@ public final class RequestMap {
     return h.finish();
   }
 
-  /** The Ring request map of {@code req} ({@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String)} without a scan or a cached peer). */
+  /**
+   * The Ring request map of {@code req}: the six-argument {@code build} without a scanned
+   * head or a cached peer address.
+   */
   public static IPersistentMap build(HttpServerRequest req, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams) {
     return build(req, null, body, trustForwardedFor, pathParams, null);
