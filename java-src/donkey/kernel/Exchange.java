@@ -266,9 +266,9 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       async = cfg.async;
       return true;
     }
-    RequestMap.Head h = head;
-    Router.Match m = h == null ? cfg.router.match(req.method().name(), req.path(), null, null)
-        : cfg.router.match(req.method().name(), req.path(), h.contentType, h.accept);
+    RequestMap.Head h = head; // null unless the routes negotiate media types (see start)
+    Router.Match m = cfg.router.match(req.method().name(), req.path(),
+        h == null ? null : h.contentType, h == null ? null : h.accept);
     if (m.status == 0) {
       route = m.route;
       handler = m.route.handler();
