@@ -115,7 +115,7 @@ final class LazyRequestMap extends APersistentMap
   }
 
   /** Every entry, in {@link RequestMap#buildEager}'s order: built once, on first need. */
-  private IPersistentMap whole() {
+  IPersistentMap whole() {
     IPersistentMap m = whole;
     if (m == null) {
       RequestMap.Authority a = authority();

@@ -206,22 +206,13 @@ public final class RequestMap {
 
   /**
    * The same map as {@link #build}, with every value worked out now, as a
-   * {@link PersistentArrayMap}: what the lazy map turns into for {@code seq} or {@code assoc}.
-   * Event loop.
+   * {@link PersistentArrayMap}: what the lazy map turns into for {@code seq} or {@code assoc}
+   * (it is that map). Event loop.
    */
   public static IPersistentMap buildEager(HttpServerRequest req, Head head, InputStream body,
                                           boolean trustForwardedFor, IPersistentMap pathParams,
                                           String peer) {
-    if (head == null) head = scan(req.headers());
-    String uri = req.uri();
-    boolean originForm = uri.startsWith("/");
-    Authority a = authority(originForm ? head.host : null, originForm ? null : req.authority(),
-        req.localAddress());
-    String remote = null;
-    if (trustForwardedFor) remote = firstForwardedFor(head.forwardedFor);
-    if (remote == null) remote = peer != null ? peer : req.remoteAddress().hostAddress();
-    return entries(a.port, a.name, remote, req.path(), req.query(), req.isSSL() ? HTTPS : HTTP,
-        method(req.method()), protocol(req.version()), head.headers, body, pathParams);
+    return ((LazyRequestMap) build(req, head, body, trustForwardedFor, pathParams, peer)).whole();
   }
 
   /** The request map's entries, in the order {@code seq} shows them. */
