@@ -201,7 +201,7 @@
                    (Thread/sleep 100)
                    (is (= "ok /fine" (:body (GET "/fine"))) "the other loop still serves")
                    (is (= 200 (:status @slow))))))]
-    (is (some #(re-find #"blocked for \d+ ms by the non-blocking handler of route GET,?.*/block/:n serving GET /block/1|blocked for \d+ ms by the non-blocking handler of route ANY /block/:n serving GET /block/1" %) logs)
+    (is (some #(re-find #"blocked for at least \d+ ms by the non-blocking handler of route GET,?.*/block/:n serving GET /block/1|blocked for at least \d+ ms by the non-blocking handler of route ANY /block/:n serving GET /block/1" %) logs)
         (pr-str logs))))
 
 (deftest sigterm-drains-with-the-shutdown-hook

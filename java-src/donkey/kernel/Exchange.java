@@ -68,7 +68,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private final ConnectionGuard.State connection;
   /** The streamed body of a blocking handler's request, or null. */
   private BodyInputStream bodyStream;
-  /** When the handler was started (System.nanoTime()), for {@code :request-timeout}. */
+  /**
+   * When the handler was started (System.nanoTime()), for {@code :request-timeout}; 0 before
+   * dispatch. A non-blocking handler's request holds {@link ConnectionGuard#UNSTAMPED} until
+   * the connection sweep first sees it and stamps its own time (loop-confined, like the sweep).
+   */
   long dispatchedAt;
   /** When a worker started this sync exchange (System.nanoTime()), 0 while it is queued. */
   volatile long startedAt;
@@ -304,20 +308,23 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
             c.localAddress)
         : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
-    long now = System.nanoTime();
-    dispatchedAt = now;
     if (async) {
-      loop.runningSince = now;
-      loop.running = this;
+      // no clock read on the event loop's request path: the connection sweep stamps the time
+      // when it first sees this request (ConnectionGuard.UNSTAMPED), and the watchdog times
+      // the loop itself
+      dispatchedAt = ConnectionGuard.UNSTAMPED;
+      loop.running(this);
       IFn raise = new Raise();
       try {
         handler.invoke(request, this, raise);
       } catch (Throwable t) {
         raise.invoke(t);
       } finally {
-        loop.running = null;
+        loop.running(null);
       }
     } else {
+      // exact: the worker pool's stall detection and the outbox's holds work in milliseconds
+      dispatchedAt = System.nanoTime();
       loop.handOff(this);
     }
   }
@@ -468,7 +475,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
 
   /** Any thread (the event loop for a CHANNEL body): writes a fixed, file or channel body. */
   private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
-    if (resp.closed()) return;
+    if (closed()) return;
     try {
       ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, loop.date,
           loop.serverHeader);
@@ -508,15 +515,28 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
 
   /** Event loop (an {@link Outbox} drain): ends the response {@link #prepare} made. */
   void endPrepared() {
-    if (resp.closed()) return;
+    if (closed()) return;
     Buffer b = prepared;
     prepared = null;
     try {
-      resp.setStatusCode(preparedStatus);
+      ResponseWriter.status(resp, preparedStatus);
       ResponseWriter.end(resp, b);
     } catch (Throwable t) {
       fail(t);
     }
+  }
+
+  /**
+   * Any thread: true once the connection has closed. On the loop this reads the connection's
+   * loop-confined flag instead of {@link HttpServerResponse#closed()}, which takes the
+   * connection's lock (one lock per response on the request path). The flag is set by the
+   * connection's close handler, which may run a moment after Vert.x marks the response closed:
+   * a response written in between is dropped by Vert.x (its write fails on the closed channel),
+   * as it would be had the close come just after the check.
+   */
+  private boolean closed() {
+    ConnectionGuard.State c = connection;
+    return c != null && Thread.currentThread() == loop.thread ? c.closed : resp.closed();
   }
 
   /** Worker thread: streams a blocking body with flow control. */

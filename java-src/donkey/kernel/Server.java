@@ -50,20 +50,29 @@ public final class Server implements Closeable {
   /**
    * Watchdog thread: warns, once per occurrence, when a non-blocking handler has held its event
    * loop longer than {@code :blocked-warning} ms, naming the route (Vert.x's own blocked-thread
-   * warning only shows a stack).
+   * warning only shows a stack). The loop only publishes which request it is running (no clock
+   * read on the request path); the watchdog times a request from the first check that sees it,
+   * so a warning comes between {@code :blocked-warning} and that plus two check periods after
+   * the handler started. A request's handler runs once, so seeing the same request at two checks
+   * means the loop was held the whole time in between.
    */
-  private void checkLoops(Exchange[] warned) {
+  private void checkLoops(Exchange[] seen, long[] seenAt, Exchange[] warned) {
     long limit = config.blockedWarningMs * 1_000_000L;
+    long now = System.nanoTime();
     for (int i = 0; i < loops.size() && i < warned.length; i++) {
-      ServerVerticle v = loops.get(i);
-      Exchange e = v.running;
+      Exchange e = loops.get(i).running();
+      if (e != seen[i]) {
+        seen[i] = e;
+        seenAt[i] = now;
+        continue;
+      }
       if (e == null || e == warned[i]) continue;
-      long held = System.nanoTime() - v.runningSince;
-      if (held > limit && v.running == e) {
+      long held = now - seenAt[i];
+      if (held > limit) {
         warned[i] = e;
         System.getLogger("donkey").log(System.Logger.Level.WARNING,
-            "an event loop has been blocked for " + held / 1_000_000 + " ms by the non-blocking "
-            + "handler of " + e.handlerName() + " serving " + e.where()
+            "an event loop has been blocked for at least " + held / 1_000_000 + " ms by the "
+            + "non-blocking handler of " + e.handlerName() + " serving " + e.where()
             + "; non-blocking handlers must not block (use :handler-mode :blocking)");
       }
     }
@@ -107,9 +116,13 @@ public final class Server implements Closeable {
       }
       server.port = bound;
       if (config.blockedWarningMs > 0) {
-        Exchange[] warned = new Exchange[config.eventLoops];
+        int n = config.eventLoops;
+        Exchange[] seen = new Exchange[n];
+        long[] seenAt = new long[n];
+        Exchange[] warned = new Exchange[n];
         long every = Math.max(50, Math.min(1000, config.blockedWarningMs / 4));
-        server.watchdog.scheduleWithFixedDelay(() -> server.checkLoops(warned), every, every,
+        server.watchdog.scheduleWithFixedDelay(() -> server.checkLoops(seen, seenAt, warned),
+            every, every,
             TimeUnit.MILLISECONDS);
       }
       if (config.shutdownHook) {

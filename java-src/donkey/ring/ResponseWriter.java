@@ -169,8 +169,17 @@ public final class ResponseWriter {
    */
   public static HeaderPlan writeHead(HttpServerResponse resp, IPersistentMap response,
                                      CharSequence date, CharSequence server) {
-    resp.setStatusCode(status(response.valAt(STATUS)));
+    status(resp, status(response.valAt(STATUS)));
     return writeHeaders(resp, response, date, server);
+  }
+
+  /**
+   * Sets the status of {@code resp} unless it already has it: Vert.x's setter takes the
+   * connection's lock, its getter does not, and most responses keep the default 200. The
+   * thread that owns the response (the event loop when a worker prepared it).
+   */
+  public static void status(HttpServerResponse resp, int status) {
+    if (resp.getStatusCode() != status) resp.setStatusCode(status);
   }
 
   /**
