@@ -24,9 +24,16 @@
         (is (re-find #"^HTTP/1\.[01] 400" resp) (str (pr-str bad) " => " (pr-str (status-line resp))))
         (is (str/includes? resp "Bad Request"))
         (is (still-serving?))))
-    (testing "an unknown HTTP version is refused"
-      (is (re-find #"^HTTP/\S+ 50[15]" (raw "GET / HTTP/9.9\r\nHost: x\r\n\r\n")))
-      (is (still-serving?)))))
+    (testing "an unknown HTTP version is refused with 505 and the connection closed"
+      (doseq [bad ["GET / HTTP/9.9\r\nHost: x\r\n\r\n"
+                   ;; pipelined behind it: never served
+                   "GET / HTTP/2.0\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n"]]
+        (let [resp (raw bad)]
+          (is (re-find #"^HTTP/\S+ 505 " resp) (pr-str resp))
+          (is (re-find #"(?i)\r\nconnection: close\r\n" resp) (pr-str resp))
+          (is (str/includes? resp "HTTP Version Not Supported"))
+          (is (not (str/includes? resp "/next")) (pr-str resp))
+          (is (still-serving?)))))))
 
 (deftest too-long-request-line-and-headers
   (with-server ok {:max-initial-line-length 1024 :max-header-size 2048}

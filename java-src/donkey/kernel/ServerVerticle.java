@@ -7,10 +7,13 @@ import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.HttpVersion;
+import io.vertx.core.http.impl.http1.Http1ServerConnection;
 import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.net.impl.SocketAddressImpl;
 import java.time.Duration;
@@ -107,9 +110,14 @@ final class ServerVerticle extends VerticleBase {
         // up HTTP/1, so a silent connection would escape :max-connections and :header-timeout.
         .setHttp2ClearTextEnabled(false)
         // no Vert.x idle timeout: ConnectionGuard's sweep enforces :idle-timeout
-        .setTcpNoDelay(true);
+        .setTcpNoDelay(true)
+        // donkey serves no WebSockets: without these Vert.x puts a WebSocket extension
+        // handler in every connection's pipeline, which looks at each request's headers for
+        // an upgrade and sits in each response's write path
+        .setPerFrameWebSocketCompressionSupported(false)
+        .setPerMessageWebSocketCompressionSupported(false);
     http = vertx.createHttpServer(opts)
-        .connectionHandler(guard::accept)
+        .connectionHandler(this::accept)
         .requestHandler(this::request)
         .invalidRequestHandler(this::invalid);
     // A negative port asks Vert.x for one random port shared by every instance that asks for
@@ -126,12 +134,40 @@ final class ServerVerticle extends VerticleBase {
         : http.shutdown(Duration.ofMillis(config.shutdownTimeoutMs));
   }
 
-  /** Event loop: a request head has arrived. */
+  /**
+   * Event loop: a connection was accepted. Its requests are then delivered with its state at
+   * hand, by a handler of its own that replaces the server-wide one on the HTTP/1.x connection
+   * (Vert.x sets that one just before it calls this), so no request looks its connection up.
+   */
+  private void accept(HttpConnection c) {
+    ConnectionGuard.State s = guard.accept(c);
+    if (s != null && c instanceof Http1ServerConnection) {
+      ((Http1ServerConnection) c).handler(r -> request(r, s));
+    }
+  }
+
+  /** Event loop: a request head has arrived on a connection without a handler of its own. */
   private void request(HttpServerRequest r) {
-    ConnectionGuard.State s = guard.requestStarted(r.connection());
+    request(r, guard.requestStarted(r.connection()));
+  }
+
+  /**
+   * Event loop: a request head has arrived on the connection whose state is {@code s}. A
+   * version other than HTTP/1.0 or 1.1 (the decoder lets {@code HTTP/9.9} through, with no
+   * version) is answered 505 and the connection closed, as Vert.x's own request handler,
+   * which the per-connection one replaces, answers it 501.
+   */
+  private void request(HttpServerRequest r, ConnectionGuard.State s) {
+    if (s != null) s.started++;
     if (s != null && s.closing) {
       // pipelined behind an answer that closes the connection: never served
       s.ended++;
+      return;
+    }
+    HttpVersion v = r.version();
+    if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0) {
+      if (s != null) s.closing = true;
+      closeWith(r, 505, "HTTP Version Not Supported");
       return;
     }
     new Exchange(this, r, s).start();
@@ -156,6 +192,11 @@ final class ServerVerticle extends VerticleBase {
       status = 400;
       message = "Bad Request: malformed request line or headers";
     }
+    closeWith(r, status, message);
+  }
+
+  /** Event loop: answers {@code status} with a short text body, then closes the connection. */
+  private void closeWith(HttpServerRequest r, int status, String message) {
     HttpServerResponse resp = r.response();
     resp.setStatusCode(status)
         .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")

@@ -196,11 +196,24 @@ public final class RequestMap {
   public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams,
                                      String peer, SocketAddress local) {
+    return build(req, head, body, trustForwardedFor, pathParams, peer, local, req.isSSL());
+  }
+
+  /**
+   * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String,
+   * SocketAddress)} with whether the connection is TLS as the caller keeps it: Vert.x answers
+   * {@code isSSL()} by searching the channel's pipeline for a TLS handler on every call.
+   *
+   * @param ssl true when the connection is TLS ({@code :scheme :https})
+   */
+  public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
+                                     boolean trustForwardedFor, IPersistentMap pathParams,
+                                     String peer, SocketAddress local, boolean ssl) {
     String uri = req.uri();
     boolean originForm = uri.startsWith("/");
     return new LazyRequestMap(req.headers(), head, originForm,
         originForm ? null : req.authority(), local, req.path(), req.query(),
-        method(req.method()), req.isSSL() ? HTTPS : HTTP, protocol(req.version()), body,
+        method(req.method()), ssl ? HTTPS : HTTP, protocol(req.version()), body,
         pathParams, peer, trustForwardedFor);
   }
 
