@@ -167,7 +167,9 @@
                              (default 120000)
     :request-timeout         ms a handler has to answer before the client gets 503; its late
                              answer is dropped and logged, its thread not interrupted; 0 for
-                             no limit (default 60000)
+                             no limit (default 60000). The timeouts are checked by a sweep
+                             every quarter of the shortest one (50 ms to 1 s) and fire at
+                             their limit at the earliest, up to two sweep periods after it
     :shutdown-timeout        ms `stop` waits for in-flight requests (default 30000)
     :shutdown-hook?          register a JVM shutdown hook that stops the server, draining it,
                              on SIGTERM (default false)

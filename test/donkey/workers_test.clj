@@ -169,6 +169,29 @@
           (finally (.countDown release)))
         (doseq [^Future f bs] (.get f 20 TimeUnit/SECONDS))))))
 
+;; Workers busy on the cores are not stuck: a thread that is only waiting for a core (the
+;; cores are saturated) looks as late as a blocked one, but another thread would just take turns
+;; with it. The pool grew to 27 threads on one core under the bench's JSON load before the
+;; monitor asked the OS whether a late worker was running.
+(deftest the-pool-does-not-grow-for-handlers-busy-on-the-cores
+  (let [cores (.availableProcessors (Runtime/getRuntime))
+        served-by (java.util.concurrent.ConcurrentHashMap.)
+        spin (fn [micros] (let [end (+ (System/nanoTime) (* 1000 micros))]
+                            (while (< (System/nanoTime) end))))
+        handler (fn [_]
+                  (spin 3000)
+                  (.put served-by (.getName (Thread/currentThread)) true)
+                  {:status 200 :body "busy"})]
+    (with-server handler {:worker-threads 50}
+      (let [pool (Executors/newFixedThreadPool 16)
+            fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (dotimes [_ 10] (GET "/busy")) :done)))
+                     (range 16))]
+        (.shutdown pool)
+        (is (every? #(= :done (.get ^Future % 60 TimeUnit/SECONDS)) fs))
+        (is (<= (count served-by) (+ cores 2))
+            (str "160 requests each busy for 3 ms on " cores " core(s) were served by "
+                 (count served-by) " workers"))))))
+
 (deftest an-interrupt-does-not-leak-into-the-next-request
   ;; e.g. a timeout helper that interrupts the handler's thread just after it returned
   (with-server (fn [req]

@@ -51,6 +51,7 @@ final class WorkerPool extends AbstractExecutorService {
 
   private final String name;
   private final ThreadFactory factory;
+  private final boolean virtual;
   private final int max;
   private final int target;
   private final long stallNanos;
@@ -74,16 +75,18 @@ final class WorkerPool extends AbstractExecutorService {
   /**
    * @param name the pool's name, for messages; the monitor thread is {@code name-monitor}
    * @param factory makes the worker threads (platform or virtual; it names them)
+   * @param virtual true when {@code factory} makes virtual threads
    * @param max most threads
    * @param target threads kept running without a stall (clamped to 1..max)
    * @param stallNanos how long the queue's head may wait before more threads are woken
    * @param keepAliveNanos how long an idle thread waits for work before it exits
    * @throws IllegalArgumentException when {@code max < 1}
    */
-  WorkerPool(String name, ThreadFactory factory, int max, int target, long stallNanos,
-             long keepAliveNanos) {
+  WorkerPool(String name, ThreadFactory factory, boolean virtual, int max, int target,
+             long stallNanos, long keepAliveNanos) {
     if (max < 1) throw new IllegalArgumentException(":worker-threads must be >= 1, got " + max);
     this.name = name;
+    this.virtual = virtual;
     this.factory = factory;
     this.max = max;
     this.target = Math.max(1, Math.min(max, target));
@@ -184,6 +187,8 @@ final class WorkerPool extends AbstractExecutorService {
     volatile boolean permit;
     /** When the task this worker runs started (System.nanoTime()), 0 between tasks. */
     volatile long taskStart;
+    /** The OS thread id of a platform worker on Linux, else -1 (set when it starts). */
+    volatile int tid = -1;
 
     Worker() {
       thread = factory.newThread(this);
@@ -192,6 +197,7 @@ final class WorkerPool extends AbstractExecutorService {
     @Override
     public void run() {
       CURRENT.set(WorkerPool.this);
+      if (!virtual) tid = OsThreads.currentTid();
       try {
         for (;;) {
           Queued task = queue.poll();
@@ -290,7 +296,7 @@ final class WorkerPool extends AbstractExecutorService {
         int stuck = 0;
         for (Worker w : workers) {
           long t = w.taskStart;
-          if (t != 0 && now - t >= stallNanos) stuck++;
+          if (t != 0 && now - t >= stallNanos && blocked(w)) stuck++;
         }
         int more = target - (active.get() - stuck);
         int waiting = 0;
@@ -304,6 +310,25 @@ final class WorkerPool extends AbstractExecutorService {
         }
       }
     }
+  }
+
+  /**
+   * Monitor thread: true when {@code w}, long in its task, is blocked rather than waiting for a
+   * core. Only a blocked thread frees its core, so only then does another thread help; a thread
+   * that is merely preempted (on a saturated core the loop, the JIT and the other workers
+   * take turns with it for milliseconds at a time) looks just as late, and counting it as stuck
+   * woke a thread per tick under load: 5 s of the bench's JSON load on one core (handlers that
+   * never block) grew the pool to 27 threads taking turns on it ({@code jcmd Thread.print}). Parked, sleeping or waiting for a lock is blocked; a RUNNABLE platform thread may
+   * still be blocked in native I/O (a socket read), which the OS's own run state tells apart
+   * ({@link OsThreads#running}); where that cannot be read the thread counts as blocked, as
+   * before. A RUNNABLE virtual thread is mounted or waiting for a carrier: not blocked (its
+   * blocking I/O parks it).
+   */
+  private boolean blocked(Worker w) {
+    if (w.thread.getState() != Thread.State.RUNNABLE) return true;
+    if (virtual) return false;
+    int tid = w.tid;
+    return tid < 0 || !OsThreads.running(tid);
   }
 
   @Override

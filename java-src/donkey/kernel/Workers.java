@@ -20,8 +20,9 @@ final class Workers {
   /**
    * A {@link WorkerPool} of up to {@code n} daemon platform threads named
    * {@code donkey-worker-N}: as many run as there are cores while they keep up, more (up to
-   * {@code n}) once the oldest queued request has waited {@link #STALL_MS} ms because the
-   * running ones are busy or blocked. Threads idle for 60 s exit.
+   * {@code n}) once the oldest queued request has waited {@link #STALL_MS} ms because running
+   * ones are blocked (not merely busy: more threads than cores would only take turns on them).
+   * Threads idle for 60 s exit.
    *
    * @throws IllegalArgumentException when {@code n < 1}
    */
@@ -32,7 +33,7 @@ final class Workers {
       t.setDaemon(true);
       return t;
     };
-    return pool(tf, n);
+    return pool(tf, false, n);
   }
 
   /**
@@ -60,11 +61,12 @@ final class Workers {
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("could not create a virtual-thread factory", e);
     }
-    return pool(tf, Integer.MAX_VALUE);
+    return pool(tf, true, Integer.MAX_VALUE);
   }
 
-  private static WorkerPool pool(ThreadFactory tf, int max) {
-    return new WorkerPool("donkey-worker", tf, max, Runtime.getRuntime().availableProcessors(),
+  private static WorkerPool pool(ThreadFactory tf, boolean virtual, int max) {
+    return new WorkerPool("donkey-worker", tf, virtual, max,
+        Runtime.getRuntime().availableProcessors(),
         TimeUnit.MILLISECONDS.toNanos(STALL_MS), TimeUnit.SECONDS.toNanos(60));
   }
 
