@@ -45,6 +45,41 @@
           (finally (.countDown release)))
         (is (every? #(= "released" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))
 
+(deftest workers-blocked-in-a-socket-read-do-not-hold-up-other-requests
+  ;; A thread blocked reading a socket (a database call, say) is RUNNABLE to Java; the pool
+  ;; asks the OS (Linux /proc) whether it is running, and must still count it as blocked.
+  (let [cores (.availableProcessors (Runtime/getRuntime))
+        blocked (+ cores 2)
+        inside (CountDownLatch. blocked)]
+    (with-open [silent (java.net.ServerSocket. 0 50 (java.net.InetAddress/getLoopbackAddress))]
+      (let [accepted (java.util.concurrent.ConcurrentLinkedQueue.)
+            acceptor (future (try (loop [] (.add accepted (.accept silent)) (recur))
+                                  (catch java.io.IOException _ nil)))
+            handler (fn [req]
+                      (if (= "/read" (:uri req))
+                        (with-open [s (Socket. "127.0.0.1" (.getLocalPort silent))]
+                          (.setSoTimeout s 10000)
+                          (.countDown inside)
+                          ;; the peer never writes: blocked in read until it closes
+                          {:status 200 :body (str "read " (.read (.getInputStream s)))})
+                        {:status 200 :body "fast"}))]
+        (with-server handler {:worker-threads (+ blocked 4)}
+          (let [fs (in-parallel blocked "/read")]
+            (try
+              (is (.await inside 5 TimeUnit/SECONDS)
+                  (str "all " blocked " socket-blocked requests run at once, with " cores " core(s)"))
+              (let [t0 (System/nanoTime)
+                    r (GET "/fast")
+                    ms (/ (- (System/nanoTime) t0) 1e6)]
+                (is (= "fast" (:body r)))
+                (is (< ms 1000) (str "a fast request behind " blocked " socket-blocked ones took "
+                                     (long ms) " ms")))
+              (finally
+                (doseq [^Socket a accepted] (.close a))))
+            (is (every? #(= "read -1" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))
+        (.close silent)
+        (deref acceptor 2000 nil)))))
+
 (deftest worker-threads-is-a-hard-limit
   (let [running (AtomicInteger.)
         most (AtomicInteger.)
