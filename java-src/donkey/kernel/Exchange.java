@@ -300,10 +300,9 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
     // the connection's addresses (and whether it is TLS) are taken once, at accept, not looked
-    // up here: Vert.x's
-    // lazy address fields (and a first-request branch of ours) would be compiled out during
-    // warm-up and deoptimize the whole compiled read path when new connections come (see
-    // ConnectionGuard.requestStarted)
+    // up here: Vert.x's lazy address fields (and a first-request branch of ours) would be
+    // compiled out during warm-up and deoptimize the whole compiled read path when new
+    // connections come (see ConnectionGuard.requestStarted)
     ConnectionGuard.State c = connection;
     request = c != null
         ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,

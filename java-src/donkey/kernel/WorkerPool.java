@@ -318,8 +318,9 @@ final class WorkerPool extends AbstractExecutorService {
    * that is merely preempted (on a saturated core the loop, the JIT and the other workers
    * take turns with it for milliseconds at a time) looks just as late, and counting it as stuck
    * woke a thread per tick under load: 5 s of the bench's JSON load on one core (handlers that
-   * never block) grew the pool to 27 threads taking turns on it ({@code jcmd Thread.print}). Parked, sleeping or waiting for a lock is blocked; a RUNNABLE platform thread may
-   * still be blocked in native I/O (a socket read), which the OS's own run state tells apart
+   * never block) grew the pool to 27 threads taking turns on it ({@code jcmd Thread.print}).
+   * Parked, sleeping or waiting for a lock is blocked; a RUNNABLE platform thread may still be
+   * blocked in native I/O (a socket read), which the OS's own run state tells apart
    * ({@link OsThreads#running}); where that cannot be read the thread counts as blocked, as
    * before. A RUNNABLE virtual thread is mounted or waiting for a carrier: not blocked (its
    * blocking I/O parks it).

@@ -183,27 +183,17 @@ public final class RequestMap {
                                      boolean trustForwardedFor, IPersistentMap pathParams,
                                      String peer) {
     return build(req, head, body, trustForwardedFor, pathParams,
-        peer != null ? peer : req.remoteAddress().hostAddress(), req.localAddress());
+        peer != null ? peer : req.remoteAddress().hostAddress(), req.localAddress(),
+        req.isSSL());
   }
 
   /**
    * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String)} with
-   * the connection's addresses as the caller keeps them (the kernel takes them at accept).
+   * what the kernel takes of the connection once, at accept: its addresses, and whether it is
+   * TLS (Vert.x answers {@code isSSL()} by searching the channel's pipeline on every call).
    *
    * @param peer the socket peer's address
    * @param local the connection's local address
-   */
-  public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
-                                     boolean trustForwardedFor, IPersistentMap pathParams,
-                                     String peer, SocketAddress local) {
-    return build(req, head, body, trustForwardedFor, pathParams, peer, local, req.isSSL());
-  }
-
-  /**
-   * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String,
-   * SocketAddress)} with whether the connection is TLS as the caller keeps it: Vert.x answers
-   * {@code isSSL()} by searching the channel's pipeline for a TLS handler on every call.
-   *
    * @param ssl true when the connection is TLS ({@code :scheme :https})
    */
   public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
