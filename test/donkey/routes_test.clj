@@ -3,9 +3,11 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [compojure.core :as compojure]
+            [donkey.routes :as routes]
             [donkey.server :as server]
             [donkey.test-util :as u :refer [with-server request raw header]]
-            [ring.middleware.params :refer [wrap-params]]))
+            [ring.middleware.params :refer [wrap-params]])
+  (:import (donkey.route Router Router$Match)))
 
 (defn- echo [tag]
   (fn [req] {:status 200 :headers {"content-type" "text/plain"}
@@ -67,6 +69,30 @@
         (is (str/starts-with? resp "HTTP/1.1 200"))
         (is (not (str/includes? resp "get {}")))))
     (is (= "any {}" (:body (request :patch "/any" {:body "x"}))) "no :methods means any")))
+
+(deftest literal-paths-answer-every-method-as-the-general-matcher
+  ;; a literal path without media types has each common method's outcome worked out at
+  ;; compile time, looked up by the method name's identity: a name that is equal but not
+  ;; identical, or a method outside the table, goes through the general matcher, and all
+  ;; three agree
+  (let [router (routes/compile-routes [{:path "/r" :methods [:get] :handler (echo "get")}
+                                       {:path "/r" :methods [:post :put] :handler (echo "write")}
+                                       {:path "/any" :handler (echo "any")}
+                                       {:path "/neg" :produces ["text/plain"] :handler (echo "neg")}]
+                                      [])
+        outcome (fn [^String method path]
+                  (let [^Router$Match m (.match ^Router router method path nil nil)]
+                    [(.status m) (some-> (.route m) str) (.allow m) (.pathParams m)]))]
+    (doseq [path ["/r" "/any" "/neg" "/none"]
+            method ["GET" "HEAD" "POST" "PUT" "DELETE" "PATCH" "OPTIONS" "TRACE" "PURGE"]]
+      (let [fast (outcome method path)
+            general (outcome (String. (.toCharArray ^String method)) path)]
+        (is (= general fast) (str method " " path))))
+    (is (= [405 nil "GET, POST, PUT, HEAD" nil] (outcome "DELETE" "/r")))
+    (is (= (outcome "GET" "/r") (outcome "HEAD" "/r")) "HEAD falls back to GET")
+    (is (= {} (nth (outcome "GET" "/r") 3)))
+    (is (= 0 (first (outcome "TRACE" "/any"))) "a method outside the table, no :methods")
+    (is (= 405 (first (outcome "TRACE" "/r"))))))
 
 (deftest consumes-415
   (with-server {:routes [{:path "/in" :methods [:post] :consumes ["application/json" "text/*"]

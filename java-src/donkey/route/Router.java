@@ -58,6 +58,15 @@ public final class Router {
   private static final Match NOT_FOUND = new Match(404, null, null, null, "Not Found");
 
   private final HashMap<String, List<Route>> exact = new HashMap<>();
+  /**
+   * For each literal path whose routes negotiate no media types, the outcome of every
+   * {@link #METHODS} method, worked out at compile time: a request with one of them is
+   * matched with a map lookup and no allocation. Paths with media types are not here.
+   */
+  private final HashMap<String, Match[]> exactOutcomes = new HashMap<>();
+  /** The methods whose outcomes are precomputed; Vert.x names them with these literals. */
+  private static final String[] METHODS = {"GET", "POST", "HEAD", "PUT", "DELETE", "PATCH",
+      "OPTIONS"};
   private final Node root = new Node();
   private final List<Pattern> patterns = new ArrayList<>();
   private final List<String[]> patternNames = new ArrayList<>();
@@ -118,6 +127,19 @@ public final class Router {
         n.routes = group;
       }
     }
+    for (Map.Entry<String, List<Route>> e : r.exact.entrySet()) {
+      List<Route> group = e.getValue();
+      boolean negotiates = false;
+      for (Route route : group) {
+        negotiates |= route.consumes.length > 0 || route.produces.length > 0;
+      }
+      if (negotiates) continue;
+      Match[] outcomes = new Match[METHODS.length];
+      for (int i = 0; i < METHODS.length; i++) {
+        outcomes[i] = select(group, METHODS[i], null, null, PersistentArrayMap.EMPTY);
+      }
+      r.exactOutcomes.put(e.getKey(), outcomes);
+    }
     return r;
   }
 
@@ -168,6 +190,12 @@ public final class Router {
    * @param accept the request's Accept, or null
    */
   public Match match(String method, String path, String contentType, String accept) {
+    Match[] outcomes = exactOutcomes.get(path);
+    if (outcomes != null) {
+      for (int i = 0; i < METHODS.length; i++) {
+        if (METHODS[i] == method) return outcomes[i];
+      }
+    }
     List<Route> group = exact.get(path);
     IPersistentMap params = PersistentArrayMap.EMPTY;
     if (group == null && (root.param != null || !root.literal.isEmpty())) {
