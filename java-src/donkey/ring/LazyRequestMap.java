@@ -66,13 +66,26 @@ final class LazyRequestMap extends APersistentMap
   private transient volatile RequestMap.Authority authority;
   private transient volatile String forwardedRemote;
   private transient volatile IPersistentMap whole;
+  private static final java.lang.invoke.VarHandle HEAD;
+
+  static {
+    try {
+      HEAD = java.lang.invoke.MethodHandles.lookup()
+          .findVarHandle(LazyRequestMap.class, "head", RequestMap.Head.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
 
   LazyRequestMap(MultiMap headerLines, RequestMap.Head head, boolean originForm,
                  HostAndPort absolute, SocketAddress local, String uri, String queryString,
                  Object method, Object scheme, String protocol, InputStream body,
                  IPersistentMap pathParams, String peer, boolean trustForwardedFor) {
     this.headerLines = headerLines;
-    this.head = head;
+    // a plain store, not a volatile one: a volatile store is a full fence on x86, once per
+    // request. A thread that gets this map without a happens-before edge and sees null only
+    // scans the headers again (headerLines is final), so nothing depends on the ordering.
+    HEAD.set(this, head);
     this.originForm = originForm;
     this.absolute = absolute;
     this.local = local;
