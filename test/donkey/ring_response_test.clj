@@ -228,6 +228,37 @@
         (is (str/starts-with? rest1 "HTTP/1.1 200") (str "HEAD sent no body for " (class body)))
         (is (str/includes? rest1 "0123456789"))))))
 
+(defn- length-lines
+  "The Content-Length values of each response head in a raw exchange, one vector per head."
+  [^String resp]
+  (vec (for [head (re-seq #"(?s)HTTP/1\.1 \d{3}.*?\r\n\r\n" resp)]
+         (mapv second (re-seq #"(?i)\r\ncontent-length: *([^\r]*)(?=\r\n)" head)))))
+
+(deftest content-length-lines-on-the-wire
+  ;; the kernel sets Content-Length of a fixed body itself (pre-encoded values up to 2047,
+  ;; made per response above): exactly one line with the byte count, none for HEAD or 304,
+  ;; whether the body was ended on the loop (non-blocking route) or through a worker
+  (let [big (apply str (repeat 5000 "x"))
+        bodies {"/s" "héllo" "/b" (.getBytes "bytes!") "/nil" nil "/big" big
+                "/json" {"a" 1} "/304" nil}
+        answer (fn [uri] {:status (if (= uri "/304") 304 200) :body (get bodies uri)})
+        script (str (apply str (for [_ (range 2) p ["/s" "/b" "/nil" "/big" "/json" "/304"]]
+                                 (str "GET " p " HTTP/1.1\r\nHost: x\r\n\r\n")))
+                    "HEAD /s HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "HEAD /big HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        want (vec (apply concat (repeat 2 [["6"] ["6"] ["0"] ["5000"] ["7"] []])))]
+    (doseq [[mode handler] [[:sync (fn [req] (answer (:uri req)))]
+                            [:non-blocking
+                             {:routes (vec (for [p (keys bodies)]
+                                             {:path p :handler-mode :non-blocking
+                                              :handler (fn [req respond _]
+                                                         (respond (answer (:uri req))))}))}]]]
+      (with-server handler {}
+        (let [resp (raw script)]
+          (is (= (into want [[] [] ["6"]]) (length-lines resp)) (str mode "\n" resp))
+          (is (str/ends-with? resp "\r\n\r\nh\u00c3\u00a9llo") (str mode ": the last body is whole")))))))
+
 (deftest content-length-from-handler-is-corrected
   (with-server (const {:status 200 :headers {"Content-Length" "999"} :body "four"}) {}
     (let [r (GET "/")]

@@ -78,6 +78,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   volatile long startedAt;
   /** Set on the loop when {@code :request-timeout} answered this request. */
   private volatile boolean timedOut;
+  /** True once {@link #watchEnd} registered this as the response's end handler. */
+  private boolean endWatched;
   /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
   private Buffer prepared;
   /** The status a worker prepared for {@link #endPrepared}. */
@@ -103,7 +105,29 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     this.req = req;
     this.resp = req.response();
     this.connection = connection;
-    if (connection != null) resp.endHandler(this);
+  }
+
+  /**
+   * Has Vert.x call {@link #handle} when the response ends, for a response not ended by
+   * {@link #endedOnLoop}'s callers: one taken lock per call (Vert.x's setter synchronizes on
+   * the connection), so the common fixed response ended on the loop does without. Called by
+   * the thread that will end the response, before it does; the response is not written yet.
+   */
+  private void watchEnd() {
+    if (!endWatched) {
+      endWatched = true;
+      resp.endHandler(this);
+    }
+  }
+
+  /**
+   * Event loop, right after this loop ended the response itself: the bookkeeping of
+   * {@link #handle}, unless Vert.x has just done it ({@link #watchEnd}). Vert.x calls an end
+   * handler at the same point, after the write (and after it started the next pipelined
+   * request), so the order is the one an end handler would see.
+   */
+  private void endedOnLoop() {
+    if (!endWatched) handle(null);
   }
 
   /**
@@ -225,7 +249,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       }
     });
     bodyStream = in;
-    if (connection == null) resp.endHandler(this);
+    watchEnd();
     long[] received = {0};
     req.exceptionHandler(t -> {
       // A broken body (bad chunk framing) or a vanished client ends the request. The answer is
@@ -476,6 +500,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** Any thread (the event loop for a CHANNEL body): writes a fixed, file or channel body. */
   private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
     if (closed()) return;
+    boolean here = kind == ResponseWriter.Kind.FIXED && Thread.currentThread() == loop.thread;
+    if (!here) watchEnd();
     try {
       ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, loop.date,
           loop.serverHeader);
@@ -485,11 +511,20 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       } else if (kind == ResponseWriter.Kind.CHANNEL) {
         ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
       } else {
-        ResponseWriter.endFixed(resp, b, head);
+        ResponseWriter.endFixed(resp, b, head, lengthFromBody(resp.getStatusCode()));
+        if (here) endedOnLoop();
       }
     } catch (Throwable t) {
       fail(t);
     }
+  }
+
+  /**
+   * True when a fixed response with {@code status} carries a {@code Content-Length} (set by
+   * {@link ResponseWriter#fixedBody}): not for HEAD requests or 304, as Vert.x does it.
+   */
+  private boolean lengthFromBody(int status) {
+    return status != 304 && req.method() != HttpMethod.HEAD;
   }
 
   /**
@@ -505,7 +540,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       preparedStatus = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
       ResponseWriter.HeaderPlan head = ResponseWriter.writeHeaders(resp, r, loop.date,
           loop.serverHeader);
-      prepared = ResponseWriter.fixedBody(resp, r.valAt(ResponseWriter.BODY), head);
+      prepared = ResponseWriter.fixedBody(resp, r.valAt(ResponseWriter.BODY), head,
+          lengthFromBody(preparedStatus));
     } catch (Throwable t) {
       fail(t);
       return;
@@ -521,6 +557,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     try {
       ResponseWriter.status(resp, preparedStatus);
       ResponseWriter.end(resp, b);
+      endedOnLoop();
     } catch (Throwable t) {
       fail(t);
     }
@@ -546,6 +583,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       return;
     }
     ResponseOutputStream os = new ResponseOutputStream(resp, req.method() == HttpMethod.HEAD);
+    watchEnd();
     try {
       ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
       ResponseWriter.stream(resp, r, os, loop.config.streamableWriter);
@@ -575,6 +613,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         ConnectionGuard.abort(req.connection());
         return;
       }
+      watchEnd();
       resp.headers().clear();
       IFn onError = loop.config.errorHandler;
       if (onError != null && request != null) {
@@ -583,7 +622,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
           if (ResponseWriter.classify(r, null) == ResponseWriter.Kind.FIXED) {
             ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, (IPersistentMap) r,
                 loop.date, loop.serverHeader);
-            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY), head);
+            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY), head,
+                lengthFromBody(resp.getStatusCode()));
             return;
           }
           LOG.log(Level.ERROR, "the :error-handler for " + where()
@@ -624,6 +664,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       req.connection().close();
       return;
     }
+    watchEnd();
     String allow = resp.headers().get(HttpHeaders.ALLOW);
     resp.setStatusCode(status);
     resp.headers().clear();
@@ -638,6 +679,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   private void plain(String message) {
+    watchEnd();
     resp.putHeader(HttpHeaders.DATE, loop.date);
     if (loop.serverHeader != null) resp.putHeader(HttpHeaders.SERVER, loop.serverHeader);
     resp.putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8");

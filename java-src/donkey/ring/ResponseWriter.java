@@ -325,10 +325,12 @@ public final class ResponseWriter {
    * another thread onto the loop).
    *
    * @param head what {@link #writeHead} returned
+   * @param setLength as {@link #fixedBody}
    * @throws IllegalArgumentException as {@link #fixedBody}
    */
-  public static void endFixed(HttpServerResponse resp, Object body, HeaderPlan head) {
-    end(resp, fixedBody(resp, body, head));
+  public static void endFixed(HttpServerResponse resp, Object body, HeaderPlan head,
+                              boolean setLength) {
+    end(resp, fixedBody(resp, body, head, setLength));
   }
 
   /** Ends {@code resp} with what {@link #fixedBody} made ({@code null}: no body). */
@@ -349,29 +351,58 @@ public final class ResponseWriter {
    * serialization runs on the calling thread.
    *
    * @param head what {@link #writeHead} returned
+   * @param setLength set {@code Content-Length} here, from a cache of pre-encoded values, as
+   *     Vert.x would (it then leaves it alone): true unless the request is HEAD or the status
+   *     304, the responses Vert.x sends without one
    * @throws IllegalArgumentException when a map or vector body cannot be written as JSON, or
    *     the body is of no FIXED type
    */
-  public static Buffer fixedBody(HttpServerResponse resp, Object body, HeaderPlan head) {
+  public static Buffer fixedBody(HttpServerResponse resp, Object body, HeaderPlan head,
+                                 boolean setLength) {
     Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
     MultiMap h = resp.headers();
     if (head.framing) {
       h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
       h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
     }
+    Buffer b;
     if (body == null) {
-      return null;
+      b = null;
     } else if (body instanceof String) {
-      return encode((String) body, head.charset());
+      b = encode((String) body, head.charset());
     } else if (body instanceof byte[]) {
-      return Buffer.buffer((byte[]) body);
+      b = Buffer.buffer((byte[]) body);
     } else if (json != null) {
       if (head.contentType == null) {
         h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
       }
-      return json;
+      b = json;
+    } else {
+      throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
     }
-    throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
+    // (the framing headers are gone: the handler's were removed above, and nothing else sets
+    // them before this point, so add, not set)
+    if (setLength) h.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(b));
+    return b;
+  }
+
+  /**
+   * {@code Content-Length} values of short bodies, made on first use: Vert.x copies a
+   * pre-encoded value's bytes, where a String value is checked and encoded char by char.
+   * Racy and benign: a slot is null or a value equal to any other thread's.
+   */
+  private static final CharSequence[] LENGTHS = new CharSequence[2048];
+
+  /** The {@code Content-Length} value for {@code body} (null: empty). */
+  private static CharSequence contentLength(Buffer body) {
+    int n = body == null ? 0 : body.length();
+    if (n >= LENGTHS.length) return Integer.toString(n);
+    CharSequence v = LENGTHS[n];
+    if (v == null) {
+      v = io.vertx.core.http.HttpHeaders.createOptimized(Integer.toString(n));
+      LENGTHS[n] = v;
+    }
+    return v;
   }
 
   /**

@@ -111,7 +111,7 @@ public class ResponseBench {
 
   private void write(IPersistentMap r) {
     ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, DATE, SERVER);
-    ResponseWriter.endFixed(resp, r.valAt(ResponseWriter.BODY), head);
+    ResponseWriter.endFixed(resp, r.valAt(ResponseWriter.BODY), head, true);
   }
 
   private void rawPlaintext() {
