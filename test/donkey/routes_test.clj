@@ -7,7 +7,7 @@
             [donkey.server :as server]
             [donkey.test-util :as u :refer [with-server request raw header]]
             [ring.middleware.params :refer [wrap-params]])
-  (:import (donkey.route Router Router$Match)))
+  (:import (donkey.route Route Router Router$Match)))
 
 (defn- echo [tag]
   (fn [req] {:status 200 :headers {"content-type" "text/plain"}
@@ -92,7 +92,16 @@
     (is (= (outcome "GET" "/r") (outcome "HEAD" "/r")) "HEAD falls back to GET")
     (is (= {} (nth (outcome "GET" "/r") 3)))
     (is (= 0 (first (outcome "TRACE" "/any"))) "a method outside the table, no :methods")
-    (is (= 405 (first (outcome "TRACE" "/r"))))))
+    (is (= 405 (first (outcome "TRACE" "/r")))))
+  (testing "past eight literal paths they are looked up by hash instead of scanned"
+    (doseq [n [8 9 20]]
+      (let [paths (for [i (range n)] (str "/p" i (apply str (repeat (mod i 3) "x"))))
+            ^Router router (routes/compile-routes (vec (for [p paths] {:path p :handler (echo p)})) [])]
+        (doseq [p paths]
+          (let [^Route r (.route (.match router "GET" ^String p nil nil))]
+            (is (= (str p " nil") (:body ((.handler r) {}))) (str n " " p))))
+        (is (= 404 (.status (.match router "GET" "/p0y" nil nil))))
+        (is (= 404 (.status (.match router "GET" "/q0" nil nil))))))))
 
 (deftest consumes-415
   (with-server {:routes [{:path "/in" :methods [:post] :consumes ["application/json" "text/*"]

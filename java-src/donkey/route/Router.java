@@ -64,6 +64,14 @@ public final class Router {
    * matched with a map lookup and no allocation. Paths with media types are not here.
    */
   private final HashMap<String, Match[]> exactOutcomes = new HashMap<>();
+  /**
+   * The keys and values of {@link #exactOutcomes} as arrays when there are at most
+   * {@link #SCANNED} of them, else null: a request's path is a new String, so a hash lookup
+   * first hashes all of it, where a scan compares lengths and then one candidate's bytes.
+   */
+  private String[] scannedPaths;
+  private Match[][] scannedOutcomes;
+  private static final int SCANNED = 8;
   /** The methods whose outcomes are precomputed; Vert.x names them with these literals. */
   private static final String[] METHODS = {"GET", "POST", "HEAD", "PUT", "DELETE", "PATCH",
       "OPTIONS"};
@@ -140,6 +148,13 @@ public final class Router {
       }
       r.exactOutcomes.put(e.getKey(), outcomes);
     }
+    if (r.exactOutcomes.size() <= SCANNED) {
+      r.scannedPaths = r.exactOutcomes.keySet().toArray(new String[0]);
+      r.scannedOutcomes = new Match[r.scannedPaths.length][];
+      for (int i = 0; i < r.scannedPaths.length; i++) {
+        r.scannedOutcomes[i] = r.exactOutcomes.get(r.scannedPaths[i]);
+      }
+    }
     return r;
   }
 
@@ -190,7 +205,7 @@ public final class Router {
    * @param accept the request's Accept, or null
    */
   public Match match(String method, String path, String contentType, String accept) {
-    Match[] outcomes = exactOutcomes.get(path);
+    Match[] outcomes = literalOutcomes(path);
     if (outcomes != null) {
       for (int i = 0; i < METHODS.length; i++) {
         if (METHODS[i] == method) return outcomes[i];
@@ -226,6 +241,17 @@ public final class Router {
     }
     if (group == null) return NOT_FOUND;
     return select(group, method, contentType, accept, params);
+  }
+
+  /** The precomputed outcomes of a literal path, or null. */
+  private Match[] literalOutcomes(String path) {
+    String[] paths = scannedPaths;
+    if (paths == null) return exactOutcomes.get(path);
+    int n = path.length();
+    for (int i = 0; i < paths.length; i++) {
+      if (paths[i].length() == n && paths[i].equals(path)) return scannedOutcomes[i];
+    }
+    return null;
   }
 
   private static Match select(List<Route> group, String method, String contentType,
