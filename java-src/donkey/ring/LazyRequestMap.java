@@ -68,6 +68,17 @@ final class LazyRequestMap extends APersistentMap
   private transient volatile IPersistentMap whole;
   private static final java.lang.invoke.VarHandle HEAD;
 
+  /**
+   * The classes of the constructor's signature, resolved through this class's loader when it
+   * is initialized: the JIT does not inline a method whose signature names a class its
+   * holder's loader has not resolved yet ("unloaded signature classes"), and a class the
+   * request path only passes along (the request head type, Vert.x's HostAndPort for
+   * absolute-form targets, InputStream) may never have been, so the constructor stayed a call.
+   */
+  @SuppressWarnings("unused")
+  private static final Class<?>[] SIGNATURE = {MultiMap.class, RequestMap.Head.class,
+      HostAndPort.class, SocketAddress.class, InputStream.class, IPersistentMap.class};
+
   static {
     try {
       HEAD = java.lang.invoke.MethodHandles.lookup()

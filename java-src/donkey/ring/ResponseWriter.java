@@ -79,6 +79,17 @@ public final class ResponseWriter {
   private ResponseWriter() {}
 
   /**
+   * Classes named by the signatures of methods on the response path, resolved through this
+   * class's loader when it is initialized: the JIT does not inline a method whose signature
+   * names a class its holder's loader has not resolved yet ("unloaded signature classes"),
+   * which kept {@code isCoreJson}, {@code HeaderPlan.charset} and {@code encode} calls on
+   * every response (seen in {@code -XX:+LogCompilation}).
+   */
+  @SuppressWarnings("unused")
+  private static final Class<?>[] SIGNATURES = {Class.class, Charset.class, Buffer.class,
+      HeaderPlan.class};
+
+  /**
    * Checks that {@code response} is a Ring response map and returns how its body is sent.
    *
    * @param streamablePred {@code (fn [body])} for StreamableResponseBody, or null
