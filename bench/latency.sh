@@ -4,9 +4,9 @@
 # from a quick measurement when there is none) against raw-vertx, donkey-sync and jetty, one at
 # a time, each pinned to CPU 0 as in run.sh, after a LAT_WARMUP-second wrk warm-up.
 #
-# The fixed-rate load is one oha run of LAT_SETTLE + LAT_DURATION seconds on one set of
-# connections. oha records every request (its --db-url SQLite file), and the percentiles are
-# computed here over the requests due in the last LAT_DURATION seconds: the steady state. The
+# The fixed-rate load is one oha run on one set of connections. oha records every request
+# (its --db-url SQLite file), and the percentiles are computed here over a window of the
+# steady state that lies between two of oha's own pauses (below). The
 # switch from wrk's warm-up connections to oha's stalls every server (wrk's 256 connections
 # close, oha's 64 open, and the JIT recompiles the paths that only opening and closing
 # connections take: 0.4-0.6 s for raw Vert.x and donkey alike here, the backlog gone within
@@ -22,18 +22,29 @@
 # target/bench/oha with `cargo install` when missing. A generator that cannot keep up shows as
 # an achieved rate under the target; the table flags such rows, which measure the generator.
 #
+# oha pauses each time its count of requests reaches a power of two (its store of results
+# doubles; 2^18 costs ~15 ms, 2^19 35-120 ms), and with --latency-correction the requests
+# due meanwhile count the pause against the server. It shows in every server's timeline at
+# the same count, whatever the rate: 13.1 s at 40,000 req/s, 10.4 s at 50,308, 8.5 and 17.0 s
+# at 61,654 (2^19/rate, 2^20/rate). The window is therefore the requests from the 2^k-th to
+# the 2^(k+1)-th, for the smallest k whose 2^k-th request is due at least
+# max(LAT_SETTLE, LAT_DURATION + 0.4) s into the run, less 0.3 s after the pause and 0.1 s
+# before the next; the run lasts until just past the 2^(k+1)-th request. (Until 2026-11-24
+# the window was a fixed last 15 s, which held one or two of these pauses.)
+#
 # Prints one table: server, target and achieved rate, p50/p99/p99.9/max latency of the
 # measured window, the slowest request of the first second ("open"), errors.
 # Exits non-zero when any request failed or a server misbehaved.
 #
 # Environment (defaults in brackets; see run.sh for the shared ones):
-#   RATE [half the peak]  RATE_FRACTION [0.5]  LAT_DURATION [15] s  LAT_WARMUP [5] s
-#   LAT_SETTLE [5] s  LAT_CONNECTIONS [64]  LAT_VARIANTS ["raw-vertx donkey-sync jetty"]  OHA_VERSION [1.16.0]
+#   RATE [half the peak]  RATE_FRACTION [0.5]  LAT_DURATION [8] s (the least measured)
+#   LAT_WARMUP [5] s  LAT_SETTLE [5] s (the least not measured)  LAT_CONNECTIONS [64]
+#   LAT_VARIANTS ["raw-vertx donkey-sync jetty"]  OHA_VERSION [1.16.0]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-LAT_DURATION="${LAT_DURATION:-15}"
+LAT_DURATION="${LAT_DURATION:-8}"
 LAT_WARMUP="${LAT_WARMUP:-5}"
 LAT_CONNECTIONS="${LAT_CONNECTIONS:-64}"
 LAT_SETTLE="${LAT_SETTLE:-5}"
@@ -102,7 +113,14 @@ else
   rate="$(python3 -c "import sys; print(max(1, int(float(sys.argv[1]) * float(sys.argv[2]))))" "$peak" "$RATE_FRACTION")"
   rate_from="$RATE_FRACTION x $peak req/s, $peak_from"
 fi
-log "fixed rate: $rate req/s ($rate_from); ${LAT_WARMUP}s warm-up, ${LAT_DURATION}s measured"
+# the measured window, between oha's pauses at its 2^k-th and 2^(k+1)-th request (see the top)
+read -r win_start win_end run_secs < <(python3 -c '
+import math, sys
+rate, settle, duration = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+k = math.ceil(math.log2(max(settle, duration + 0.4) * rate))
+t1, t2 = 2 ** k / rate, 2 ** (k + 1) / rate
+print(f"{t1 + 0.3:.3f} {t2 - 0.1:.3f} {math.ceil(t2 + 0.5)}")' "$rate" "$LAT_SETTLE" "$LAT_DURATION")
+log "fixed rate: $rate req/s ($rate_from); ${LAT_WARMUP}s warm-up, then ${run_secs}s of which ${win_start}..${win_end}s are measured"
 
 # ------------------------------------------------------------------------------ attacks
 # attack SECONDS OUTFILE: oha on LOAD_CPU at the fixed rate against /json; its JSON summary.
@@ -127,19 +145,19 @@ for v in $LAT_VARIANTS; do
   # warm-up at full throttle (wrk, closed loop), the quickest way to a JIT-compiled steady state
   werr="$(errors_of "$(wrk_run "$LAT_WARMUP" json "$LOGS/wrk-$v-warmup.txt")")"
   printf '%s\t%s\n' "$v" "$werr" >>"$LOGS/warmup-errors.tsv"
-  # then LAT_SETTLE + LAT_DURATION seconds at the fixed rate on one set of connections; the
-  # first LAT_SETTLE seconds are not counted
-  attack "$((LAT_SETTLE + LAT_DURATION))" "$LOGS/$v.json" "$LOGS/$v.db" \
+  # then run_secs at the fixed rate on one set of connections; only the window is counted
+  attack "$run_secs" "$LOGS/$v.json" "$LOGS/$v.db" \
     || { log "$v: oha failed"; failed=1; }
   check_reflection "$v" "$slog" || failed=1
   stop_server
 done
 
 # -------------------------------------------------------------------------------- table
-python3 - "$LOGS" "$rate" "$LAT_VARIANTS" "$LAT_SETTLE" "$LAT_DURATION" <<'EOF' | tee "$LOGS/table.md" || failed=1
+python3 - "$LOGS" "$rate" "$LAT_VARIANTS" "$win_start" "$win_end" <<'EOF' | tee "$LOGS/table.md" || failed=1
 import json, math, os, sqlite3, sys
 logs, rate, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-settle, duration = float(sys.argv[4]), float(sys.argv[5])
+win_start, win_end = float(sys.argv[4]), float(sys.argv[5])
+duration = win_end - win_start
 
 def summary(path):
     """oha's summary of the whole run: its failed requests (non-2xx and transport errors)."""
@@ -184,7 +202,7 @@ for v in variants:
         print(f"| {v} | {rate:,} | - | - | - | - | - | - | not run |")
         failed = True
         continue
-    measured = sorted(lat for due, lat in reqs if settle <= due < settle + duration)
+    measured = sorted(lat for due, lat in reqs if win_start <= due < win_end)
     opening = [lat for due, lat in reqs if due < 1.0]
     if not measured:
         print(f"| {v} | {rate:,} | 0 | - | - | - | - | - | no requests measured |")
@@ -219,7 +237,8 @@ EOF
   echo "GET /json at a fixed $rate req/s ($rate_from);"
   echo "oha $OHA_VERSION -q --latency-correction, $LAT_CONNECTIONS connections, on CPU $LOAD_CPU (open loop: latency counted from when each request was due);"
   echo "fresh JVM on CPU $SERVER_CPU per server: ${LAT_WARMUP}s wrk warm-up ($CONNECTIONS connections, full throttle), then one oha run"
-  echo "of $((LAT_SETTLE + LAT_DURATION))s on one set of connections: percentiles over the requests due in its last ${LAT_DURATION}s;"
+  echo "of ${run_secs}s on one set of connections: percentiles over the requests due ${win_start}..${win_end}s into it"
+  echo "(between oha's own pauses at its 2^k-th and 2^(k+1)-th request: see bench/latency.sh);"
   echo "open = the slowest request due in the first second after oha's connections opened (not in the percentiles);"
   echo "errors = non-2xx + transport errors, warm-up and the whole oha run included"
   echo "donkey JSON: $JSON_MODE_RESOLVED; raw results: $LOGS"
