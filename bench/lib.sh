@@ -4,7 +4,7 @@
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-RUNS="${RUNS:-3}"
+RUNS="${RUNS:-5}"
 DURATION="${DURATION:-10}"
 WARMUP="${WARMUP:-3}"
 CONNECTIONS="${CONNECTIONS:-256}"

@@ -13,11 +13,13 @@
 # loop); wrk is pinned to CPU 1. /plaintext is pipelined PIPELINE deep, /json is not pipelined.
 # Each (variant, test) is measured RUNS times, interleaved across variants (A B C A B C ...), a
 # fresh JVM per round with a WARMUP-second wrk run before each measured one; the table shows
-# medians. Exits non-zero when any request failed (non-2xx or socket error, warm-ups included),
+# medians. Five rounds by default: on the 2-core VM this was built on, the same server moves
+# by 20% and more from one JVM start to the next (JIT outcomes, other tenants), and a median
+# of three moved with it. Exits non-zero when any request failed (non-2xx or socket error, warm-ups included),
 # a server answered wrongly, or the app printed a reflection warning.
 #
 # Environment (defaults in brackets):
-#   RUNS [3]  DURATION [10] s  WARMUP [3] s  CONNECTIONS [256]  PIPELINE [16]  WRK_THREADS [1]
+#   RUNS [5]  DURATION [10] s  WARMUP [3] s  CONNECTIONS [256]  PIPELINE [16]  WRK_THREADS [1]
 #   VARIANTS ["raw-vertx donkey-nb donkey-sync donkey-vt jetty"]  TESTS ["plaintext json"]
 #   JSON_MODE [auto]: kernel (donkey variants return the map, the kernel's JSON codec writes it),
 #            app (the app serializes with Jackson), auto (kernel when a probe shows it works)
