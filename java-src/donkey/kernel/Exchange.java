@@ -501,8 +501,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
     if (closed()) return;
     boolean here = kind == ResponseWriter.Kind.FIXED && Thread.currentThread() == loop.thread;
-    if (!here) watchEnd();
     try {
+      if (!here) watchEnd();
       ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, loop.date,
           loop.serverHeader);
       Object b = r.valAt(ResponseWriter.BODY);
@@ -583,8 +583,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       return;
     }
     ResponseOutputStream os = new ResponseOutputStream(resp, req.method() == HttpMethod.HEAD);
-    watchEnd();
     try {
+      watchEnd();
       ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
       ResponseWriter.stream(resp, r, os, loop.config.streamableWriter);
     } catch (Throwable t) {
