@@ -45,6 +45,38 @@
           (finally (.countDown release)))
         (is (every? #(= "released" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))
 
+(deftest a-request-arriving-while-the-pool-is-quiet-is-looked-at-within-its-ticks
+  ;; every running worker blocked, nothing queued and no response waiting: the monitor ticks
+  ;; every QUIET_TICKS stall periods (4 ms) instead of every period. A request that arrives
+  ;; then still gets a thread of its own within a few ticks; five in a row, each after the
+  ;; pool has been quiet for 100 ms
+  (let [cores (.availableProcessors (Runtime/getRuntime))
+        blocked (+ cores 2)
+        inside (CountDownLatch. blocked)
+        release (CountDownLatch. 1)
+        handler (fn [req]
+                  (if (= "/block" (:uri req))
+                    (do (.countDown inside)
+                        (.await release 10 TimeUnit/SECONDS)
+                        {:status 200 :body "released"})
+                    {:status 200 :body "fast"}))]
+    (with-server handler {:worker-threads (+ blocked 10)}
+      (let [fs (in-parallel blocked "/block")]
+        (try
+          (is (.await inside 5 TimeUnit/SECONDS))
+          (GET "/fast")                       ; a connection and a worker ready
+          (let [times (vec (for [_ (range 5)]
+                             (do (Thread/sleep 100)
+                                 (let [t0 (System/nanoTime)
+                                       r (GET "/fast")]
+                                   (is (= "fast" (:body r)))
+                                   (/ (- (System/nanoTime) t0) 1e6)))))
+                median (nth (sort times) 2)]
+            (is (< median 100) (str "fast requests while the pool was quiet took "
+                                    (mapv long times) " ms")))
+          (finally (.countDown release)))
+        (is (every? #(= "released" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))
+
 (deftest workers-blocked-in-a-socket-read-do-not-hold-up-other-requests
   ;; A thread blocked reading a socket (a database call, say) is RUNNABLE to Java; the pool
   ;; asks the OS (Linux /proc) whether it is running, and must still count it as blocked.

@@ -102,6 +102,11 @@ final class Outbox {
     return !ready.isEmpty() && now - since >= nanos || carrying && now - carriedDue >= 0;
   }
 
+  /** Any thread: true when no response waits here and no flush is carried. */
+  boolean quiet() {
+    return ready.isEmpty() && !carrying;
+  }
+
   /** Event loop: ends every prepared response, in the order they were added. */
   private void drain() {
     scheduled.set(false);
