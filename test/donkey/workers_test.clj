@@ -20,36 +20,12 @@
     (.shutdown pool)
     fs))
 
-(deftest blocked-workers-do-not-hold-up-other-requests
-  (let [cores (.availableProcessors (Runtime/getRuntime))
-        blocked (+ cores 2)                 ; more than the workers kept running
-        inside (CountDownLatch. blocked)
-        release (CountDownLatch. 1)
-        handler (fn [req]
-                  (if (= "/block" (:uri req))
-                    (do (.countDown inside)
-                        (.await release 10 TimeUnit/SECONDS)
-                        {:status 200 :body "released"})
-                    {:status 200 :body "fast"}))]
-    (with-server handler {:worker-threads (+ blocked 4)}
-      (let [fs (in-parallel blocked "/block")]
-        (try
-          (is (.await inside 5 TimeUnit/SECONDS)
-              (str "all " blocked " blocking requests run at once although only " cores
-                   " workers are kept running while they keep up"))
-          (let [t0 (System/nanoTime)
-                r (GET "/fast")
-                ms (/ (- (System/nanoTime) t0) 1e6)]
-            (is (= "fast" (:body r)))
-            (is (< ms 1000) (str "a fast request behind " blocked " blocked ones took " (long ms) " ms")))
-          (finally (.countDown release)))
-        (is (every? #(= "released" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))
-
-(deftest a-request-arriving-while-the-pool-is-quiet-is-looked-at-within-its-ticks
-  ;; every running worker blocked, nothing queued and no response waiting: the monitor ticks
-  ;; every QUIET_TICKS stall periods (4 ms) instead of every period. A request that arrives
-  ;; then still gets a thread of its own within a few ticks; five in a row, each after the
-  ;; pool has been quiet for 100 ms
+(defn- behind-blocked-workers
+  "Runs `(f blocked)` on a server whose `blocked` (cores + 2: more than the workers kept
+  running) requests to /block sit in their handler until `f` returns; other paths answer
+  \"fast\" at once. :worker-threads is `blocked` + `spare`. Checks that all of them got in
+  at once and were answered once released."
+  [spare f]
   (let [cores (.availableProcessors (Runtime/getRuntime))
         blocked (+ cores 2)
         inside (CountDownLatch. blocked)
@@ -60,22 +36,44 @@
                         (.await release 10 TimeUnit/SECONDS)
                         {:status 200 :body "released"})
                     {:status 200 :body "fast"}))]
-    (with-server handler {:worker-threads (+ blocked 10)}
+    (with-server handler {:worker-threads (+ blocked spare)}
       (let [fs (in-parallel blocked "/block")]
         (try
-          (is (.await inside 5 TimeUnit/SECONDS))
-          (GET "/fast")                       ; a connection and a worker ready
-          (let [times (vec (for [_ (range 5)]
-                             (do (Thread/sleep 100)
-                                 (let [t0 (System/nanoTime)
-                                       r (GET "/fast")]
-                                   (is (= "fast" (:body r)))
-                                   (/ (- (System/nanoTime) t0) 1e6)))))
-                median (nth (sort times) 2)]
-            (is (< median 100) (str "fast requests while the pool was quiet took "
-                                    (mapv long times) " ms")))
+          (is (.await inside 5 TimeUnit/SECONDS)
+              (str "all " blocked " blocking requests run at once although only " cores
+                   " workers are kept running while they keep up"))
+          (f blocked)
           (finally (.countDown release)))
         (is (every? #(= "released" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))
+
+(deftest blocked-workers-do-not-hold-up-other-requests
+  (behind-blocked-workers
+   4
+   (fn [blocked]
+     (let [t0 (System/nanoTime)
+           r (GET "/fast")
+           ms (/ (- (System/nanoTime) t0) 1e6)]
+       (is (= "fast" (:body r)))
+       (is (< ms 1000) (str "a fast request behind " blocked " blocked ones took " (long ms) " ms"))))))
+
+(deftest a-request-arriving-while-the-pool-is-quiet-is-looked-at-within-its-ticks
+  ;; every running worker blocked, nothing queued and no response waiting: the monitor ticks
+  ;; every QUIET_TICKS stall periods (4 ms) instead of every period. A request that arrives
+  ;; then still gets a thread of its own within a few ticks; five in a row, each after the
+  ;; pool has been quiet for 100 ms
+  (behind-blocked-workers
+   10
+   (fn [_]
+     (GET "/fast")                            ; a connection and a worker ready
+     (let [times (vec (for [_ (range 5)]
+                        (do (Thread/sleep 100)
+                            (let [t0 (System/nanoTime)
+                                  r (GET "/fast")]
+                              (is (= "fast" (:body r)))
+                              (/ (- (System/nanoTime) t0) 1e6)))))
+           median (nth (sort times) 2)]
+       (is (< median 100) (str "fast requests while the pool was quiet took "
+                               (mapv long times) " ms"))))))
 
 (deftest workers-blocked-in-a-socket-read-do-not-hold-up-other-requests
   ;; A thread blocked reading a socket (a database call, say) is RUNNABLE to Java; the pool
