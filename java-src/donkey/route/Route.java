@@ -60,6 +60,11 @@ public final class Route {
     return mode;
   }
 
+  /** True when the route has {@code :consumes} or {@code :produces}. */
+  boolean negotiates() {
+    return consumes.length > 0 || produces.length > 0;
+  }
+
   boolean allows(String method) {
     if (methods.length == 0) return true;
     for (String m : methods) if (m.equals(method)) return true;

@@ -61,7 +61,7 @@ public final class Router {
   /**
    * For each literal path whose routes negotiate no media types, the outcome of every
    * {@link #METHODS} method, worked out at compile time: a request with one of them is
-   * matched with a map lookup and no allocation. Paths with media types are not here.
+   * matched by finding its path (see {@link #scannedPaths}), with no allocation. Paths with media types are not here.
    */
   private final HashMap<String, Match[]> exactOutcomes = new HashMap<>();
   /**
@@ -101,7 +101,7 @@ public final class Router {
     Router r = new Router();
     Map<String, List<Route>> byPattern = new HashMap<>();
     for (Route route : routes) {
-      r.mediaTypes |= route.consumes.length > 0 || route.produces.length > 0;
+      r.mediaTypes |= route.negotiates();
       String key = route.regex ? "regex:" + route.path : "simple:" + r.addSimpleKey(route);
       List<Route> group = byPattern.computeIfAbsent(key, k -> new ArrayList<>());
       for (Route other : group) {
@@ -137,11 +137,7 @@ public final class Router {
     }
     for (Map.Entry<String, List<Route>> e : r.exact.entrySet()) {
       List<Route> group = e.getValue();
-      boolean negotiates = false;
-      for (Route route : group) {
-        negotiates |= route.consumes.length > 0 || route.produces.length > 0;
-      }
-      if (negotiates) continue;
+      if (group.stream().anyMatch(Route::negotiates)) continue;
       Match[] outcomes = new Match[METHODS.length];
       for (int i = 0; i < METHODS.length; i++) {
         outcomes[i] = select(group, METHODS[i], null, null, PersistentArrayMap.EMPTY);
