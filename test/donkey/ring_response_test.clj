@@ -6,7 +6,11 @@
             [clojure.test :refer [deftest is testing]]
             [donkey.test-util :as u :refer [with-server GET request raw header]]
             [ring.core.protocols :as protocols])
-  (:import (java.io ByteArrayInputStream File FilterInputStream InputStream OutputStream)
+  (:import (donkey.ring ResponseWriter)
+           (io.vertx.core MultiMap)
+           (io.vertx.core.buffer Buffer)
+           (io.vertx.core.http HttpHeaders HttpServerResponse)
+           (java.io ByteArrayInputStream File FilterInputStream InputStream OutputStream)
            (java.net Socket)
            (java.nio.charset StandardCharsets)
            (java.util.concurrent.atomic AtomicBoolean)))
@@ -194,6 +198,94 @@
                 cs (if (str/includes? (header r "content-type") "UTF-8")
                      StandardCharsets/UTF_8 StandardCharsets/ISO_8859_1)]
             (is (= "héllo" (String. ^bytes (:body r) cs)) (str "request " i))))))))
+
+(defn- headers-only
+  "A response that has nothing but a header map: all `ResponseWriter/writeFixed` and
+  `ResponseWriter/clearHeaders` use."
+  ^HttpServerResponse [^MultiMap m]
+  (reify HttpServerResponse (headers [_] m)))
+
+(defn- lines [^MultiMap m]
+  (mapv (fn [^java.util.Map$Entry e] [(.getKey e) (.getValue e)]) (.entries m)))
+
+(defn- write-fixed
+  "The header lines and body text `ResponseWriter/writeFixed` makes of `response` on a new
+  response, and the header map it wrote."
+  [response date server]
+  (let [m (HttpHeaders/headers)
+        b (ResponseWriter/writeFixed (headers-only m) response date server true)]
+    [(lines m) (when b (.toString ^Buffer b "UTF-8")) m]))
+
+(deftest fixed-heads-from-shared-header-blocks
+  ;; from its third sight, a constant :headers map's whole head (Date, Server, its lines, the
+  ;; JSON Content-Type, Content-Length) is one read-only block shared into each response's
+  ;; header map: it must write exactly what the line-by-line path writes, for every Date,
+  ;; Server value and body length, and an error answer must be able to clear it
+  (let [d1 (HttpHeaders/createOptimized "Tue, 24 Nov 2026 16:00:00 GMT")
+        d2 (HttpHeaders/createOptimized "Tue, 24 Nov 2026 16:00:01 GMT")
+        donkey (HttpHeaders/createOptimized "donkey")
+        other (HttpHeaders/createOptimized "other")
+        constant {"Content-Type" "text/plain"}
+        fresh (fn [] {"Content-Type" (str "text/" "plain")}) ; a new map each time: never compiled
+        same-as-fresh (fn [body date server n]
+                        (dotimes [i n]
+                          (let [[want-lines want-body] (write-fixed {:status 200 :headers (fresh) :body body}
+                                                                    date server)
+                                [got-lines got-body] (write-fixed {:status 200 :headers constant :body body}
+                                                                  date server)]
+                            (is (= want-lines got-lines) (str "sight " i " of " (pr-str body) " " date " " server))
+                            (is (= want-body got-body)))))]
+    (testing "every sight, a new Date, another Server value and none"
+      (same-as-fresh "hello" d1 donkey 6)
+      (same-as-fresh "hello" d2 donkey 3)
+      (same-as-fresh "hello" d2 other 4)
+      (same-as-fresh "hello" d2 nil 4)
+      (same-as-fresh "hello" d1 donkey 2))
+    (testing "many body lengths and JSON bodies through the same map"
+      (doseq [n (concat (range 0 40) [2047 2048 5000])]
+        (same-as-fresh (apply str (repeat n "x")) d1 donkey 3))
+      (doseq [n (range 0 20)]
+        (same-as-fresh {"message" (apply str (repeat n "y"))} d1 donkey 3))
+      (let [json-typed {"Content-Type" "application/vnd.api+json"}]
+        (dotimes [_ 4]
+          (is (= [["date" "Tue, 24 Nov 2026 16:00:00 GMT"] ["server" "donkey"]
+                  ["content-type" "application/vnd.api+json"] ["content-length" "7"]]
+                 (mapv (fn [[k v]] [(str/lower-case k) v])
+                       (first (write-fixed {:headers json-typed :body {"a" 1}} d1 donkey))))))))
+    (testing "clearHeaders empties a response that shares a block, for good"
+      (dotimes [_ 3] (write-fixed {:status 200 :headers constant :body "hello"} d1 donkey))
+      (let [[shared _ ^MultiMap m] (write-fixed {:status 200 :headers constant :body "hello"} d1 donkey)]
+        (is (= 4 (count shared)))
+        (ResponseWriter/clearHeaders (headers-only m))
+        (is (.isEmpty m))
+        (.add m "X-Error" "1")
+        (is (= [["X-Error" "1"]] (lines m)) "the block's lines do not come back with the next add")
+        (is (= shared (first (write-fixed {:status 200 :headers constant :body "hello"} d1 donkey)))
+            "the block itself is untouched"))
+      (let [[_ _ ^MultiMap m] (write-fixed {:status 200 :headers constant :body "hello"} d1 donkey)]
+        (.clear m)
+        (.add m "X-Error" "1")
+        (is (= 5 (count (lines m)))
+            (str "the response shared a block, which Vert.x's own clear() keeps and copies back "
+                 "in on the next add; if this fails, Vert.x has fixed that (and no block was "
+                 "shared, or clearHeaders is no longer needed)"))))
+    (testing "on the wire: keep-alive, pipelined, and on a connection the response closes"
+      (doseq [handler [(const {:status 200 :headers constant :body "hello"})
+                       {:routes [{:path "/" :handler-mode :non-blocking
+                                  :handler (fn [_ respond _]
+                                             (respond {:status 200 :headers constant :body "hello"}))}]}]]
+        (with-server handler {}
+          (let [resp (raw (str (apply str (repeat 7 "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+                               "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+                heads (mapv without-date (re-seq #"(?s)HTTP/1\.1 .*?\r\n\r\nhello" resp))]
+            (is (= 8 (count heads)) resp)
+            (is (apply = (butlast heads)) resp)
+            (is (= "HTTP/1.1 200 OK\r\nserver: donkey\r\nContent-Type: text/plain\r\ncontent-length: 5\r\n\r\nhello"
+                   (first heads)))
+            (is (= (str/replace (first heads) "content-length: 5\r\n"
+                                "content-length: 5\r\nconnection: close\r\n")
+                   (peek heads))
+                "the closing response's lines are the same, plus Connection: close")))))))
 
 (deftest header-injection-is-refused
   (with-server (const {:status 200 :headers {"X-Evil" "a\r\nSet-Cookie: pwned=1"} :body "x"}) {}

@@ -440,7 +440,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     if (resp.headWritten()) {
       ConnectionGuard.abort(req.connection());
     } else if (req.isEnded()) {
-      resp.headers().clear();
+      ResponseWriter.clearHeaders(resp);
       resp.setStatusCode(503);
       plain("Service Unavailable: the request timed out");
     } else {
@@ -503,20 +503,35 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     boolean here = kind == ResponseWriter.Kind.FIXED && Thread.currentThread() == loop.thread;
     try {
       if (!here) watchEnd();
-      ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, loop.date,
-          loop.serverHeader);
+      if (kind == ResponseWriter.Kind.FIXED) {
+        endFixed(r);
+        if (here) endedOnLoop();
+        return;
+      }
+      ResponseWriter.writeHead(resp, r, HttpDate.current(), loop.serverHeader);
       Object b = r.valAt(ResponseWriter.BODY);
       if (kind == ResponseWriter.Kind.FILE) {
         ResponseWriter.sendFile(resp, (java.io.File) b);
-      } else if (kind == ResponseWriter.Kind.CHANNEL) {
-        ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
       } else {
-        ResponseWriter.endFixed(resp, b, head, lengthFromBody(resp.getStatusCode()));
-        if (here) endedOnLoop();
+        ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
       }
     } catch (Throwable t) {
       fail(t);
     }
+  }
+
+  /**
+   * The thread that owns the response: sets the status and headers of a fixed response and
+   * ends it.
+   *
+   * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
+   */
+  private void endFixed(IPersistentMap r) {
+    int status = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
+    Buffer b = ResponseWriter.writeFixed(resp, r, HttpDate.current(), loop.serverHeader,
+        lengthFromBody(status));
+    ResponseWriter.status(resp, status);
+    ResponseWriter.end(resp, b);
   }
 
   /**
@@ -538,9 +553,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     // loop ever after. A closed connection is seen by endPrepared.
     try {
       preparedStatus = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
-      ResponseWriter.HeaderPlan head = ResponseWriter.writeHeaders(resp, r, loop.date,
-          loop.serverHeader);
-      prepared = ResponseWriter.fixedBody(resp, r.valAt(ResponseWriter.BODY), head,
+      prepared = ResponseWriter.writeFixed(resp, r, HttpDate.current(), loop.serverHeader,
           lengthFromBody(preparedStatus));
     } catch (Throwable t) {
       fail(t);
@@ -585,7 +598,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     ResponseOutputStream os = new ResponseOutputStream(resp, req.method() == HttpMethod.HEAD);
     try {
       watchEnd();
-      ResponseWriter.writeHead(resp, r, loop.date, loop.serverHeader);
+      ResponseWriter.writeHead(resp, r, HttpDate.current(), loop.serverHeader);
       ResponseWriter.stream(resp, r, os, loop.config.streamableWriter);
     } catch (Throwable t) {
       ResponseWriter.discard(r);
@@ -614,16 +627,13 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         return;
       }
       watchEnd();
-      resp.headers().clear();
+      ResponseWriter.clearHeaders(resp);
       IFn onError = loop.config.errorHandler;
       if (onError != null && request != null) {
         try {
           Object r = onError.invoke(request, t);
           if (ResponseWriter.classify(r, null) == ResponseWriter.Kind.FIXED) {
-            ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, (IPersistentMap) r,
-                loop.date, loop.serverHeader);
-            ResponseWriter.endFixed(resp, ((IPersistentMap) r).valAt(ResponseWriter.BODY), head,
-                lengthFromBody(resp.getStatusCode()));
+            endFixed((IPersistentMap) r);
             return;
           }
           LOG.log(Level.ERROR, "the :error-handler for " + where()
@@ -631,7 +641,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         } catch (Throwable e) {
           LOG.log(Level.ERROR, "the :error-handler failed for " + where(), e);
         }
-        resp.headers().clear();
+        ResponseWriter.clearHeaders(resp);
       }
       resp.setStatusCode(500);
       plain(ERROR_500);
@@ -653,7 +663,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     });
     if (resp.closed() || resp.ended()) return;
     resp.setStatusCode(status);
-    resp.headers().clear();
+    ResponseWriter.clearHeaders(resp);
     plain(message);
   }
 
@@ -667,12 +677,12 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     watchEnd();
     String allow = resp.headers().get(HttpHeaders.ALLOW);
     resp.setStatusCode(status);
-    resp.headers().clear();
+    ResponseWriter.clearHeaders(resp);
     if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
     resp.putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
     // Vert.x would wait for the rest of the request before closing; requests already read
     // behind this one are dropped (ServerVerticle skips a closing connection's requests).
-    resp.putHeader(HttpHeaders.DATE, loop.date);
+    resp.putHeader(HttpHeaders.DATE, HttpDate.current());
     if (loop.serverHeader != null) resp.putHeader(HttpHeaders.SERVER, loop.serverHeader);
     resp.putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8");
     resp.end(message).onComplete(v -> req.connection().close());
@@ -680,7 +690,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
 
   private void plain(String message) {
     watchEnd();
-    resp.putHeader(HttpHeaders.DATE, loop.date);
+    resp.putHeader(HttpHeaders.DATE, HttpDate.current());
     if (loop.serverHeader != null) resp.putHeader(HttpHeaders.SERVER, loop.serverHeader);
     resp.putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8");
     resp.end(message);

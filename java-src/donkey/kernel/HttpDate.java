@@ -6,15 +6,37 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.Locale;
 
-/** Formats the IMF-fixdate of RFC 9110 section 5.6.7 ({@code Sun, 06 Nov 1994 08:49:37 GMT}). */
+/**
+ * The {@code Date} header value every response carries: the IMF-fixdate of RFC 9110 section
+ * 5.6.7 ({@code Sun, 06 Nov 1994 08:49:37 GMT}), one value for the whole JVM, refreshed by
+ * each event loop's one-second timer ({@link #refresh}) and read per response
+ * ({@link #current}). One shared object per second, rather than one per loop, lets a response
+ * header block made with it ({@code ResponseWriter}'s blocks) serve every loop and be remade
+ * once a second, not each time two loops' values take turns.
+ *
+ * <p>Threading: any thread. {@link #refresh} replaces the value only when its text changes,
+ * so loops whose timers fire in the same second keep one object.
+ */
 final class HttpDate {
   private static final DateTimeFormatter FORMAT =
       DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US);
 
+  private static volatile AsciiString current = format();
+
   private HttpDate() {}
 
-  /** The current time as an HTTP date, as a pre-encoded header value. */
-  static CharSequence now() {
+  /** The current HTTP date, as a pre-encoded header value, at most about a second old. */
+  static CharSequence current() {
+    return current;
+  }
+
+  /** Makes {@link #current} the time now, keeping its object while the text is the same. */
+  static void refresh() {
+    AsciiString now = format();
+    if (!now.contentEquals(current)) current = now;
+  }
+
+  private static AsciiString format() {
     return AsciiString.cached(FORMAT.format(ZonedDateTime.now(ZoneOffset.UTC)));
   }
 }

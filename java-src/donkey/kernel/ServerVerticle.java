@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The HTTP server of one event loop. Every instance listens on the same host and port; Vert.x
- * spreads connections over them. Per-loop state (the cached {@code Date} value) lives here and
- * is only written by this loop.
+ * spreads connections over them. Per-loop state lives here and is only written by this loop;
+ * its timer refreshes the JVM's shared {@code Date} value ({@link HttpDate}).
  */
 final class ServerVerticle extends VerticleBase {
   final ServerConfig config;
@@ -33,8 +33,6 @@ final class ServerVerticle extends VerticleBase {
   volatile Outbox outbox;
   final CharSequence serverHeader;
   private final int port;
-  /** The current HTTP date, refreshed every second by a timer on this loop. */
-  volatile CharSequence date;
   /** This verticle's event-loop context; set in {@link #start}. */
   volatile io.vertx.core.Context eventLoop;
   /** The thread of {@link #eventLoop}; set in {@link #start}. */
@@ -99,8 +97,8 @@ final class ServerVerticle extends VerticleBase {
     workers.register(o);
     outbox = o;
     guard.outbox = o;
-    date = HttpDate.now();
-    timer = vertx.setPeriodic(1000, id -> date = HttpDate.now());
+    HttpDate.refresh();
+    timer = vertx.setPeriodic(1000, id -> HttpDate.refresh());
     sweeper = vertx.setPeriodic(ConnectionGuard.sweepPeriodMs(config), id -> guard.sweep());
     HttpServerOptions opts = new HttpServerOptions()
         .setMaxInitialLineLength(config.maxInitialLineLength)
@@ -201,7 +199,7 @@ final class ServerVerticle extends VerticleBase {
     resp.setStatusCode(status)
         .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
         .putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE)
-        .putHeader(HttpHeaders.DATE, date);
+        .putHeader(HttpHeaders.DATE, HttpDate.current());
     if (serverHeader != null) resp.putHeader(HttpHeaders.SERVER, serverHeader);
     resp.end(message).onComplete(v -> r.connection().close());
   }

@@ -43,7 +43,7 @@ import java.util.Map;
  * A record or deftype that satisfies {@code StreamableResponseBody} is streamed by the protocol
  * instead; for core maps and vectors the protocol is not consulted.
  *
- * <p>Threading: {@link #writeHead}, {@link #fixedBody} and {@link #endFixed} run on whichever
+ * <p>Threading: {@link #writeHead}, {@link #writeFixed} and {@link #fixedBody} run on whichever
  * single thread owns the response at the time (the event loop, or the worker that ran the
  * handler); {@link #stream} blocks and must run on a worker or virtual thread.
  *
@@ -142,6 +142,11 @@ public final class ResponseWriter {
     final String contentType;
     /** The charset of {@link #contentType}, worked out once for a compiled plan, else null. */
     private final Charset charset;
+    /**
+     * A compiled plan's {@link Block}s, direct-mapped by body length, JSON flag and Server
+     * value; null for a plan made for one response. Racy: see {@link Block}.
+     */
+    private final Block[] blocks;
 
     HeaderPlan(CharSequence[] names, CharSequence[] values, boolean framing, boolean hasDate,
                boolean hasServer, String contentType, Charset charset) {
@@ -152,11 +157,99 @@ public final class ResponseWriter {
       this.hasServer = hasServer;
       this.contentType = contentType;
       this.charset = charset;
+      this.blocks = names == null ? null : new Block[BLOCKS];
     }
 
     /** The charset a String body is encoded with: that of the Content-Type, else UTF-8. */
     Charset charset() {
       return charset != null ? charset : ResponseWriter.charset(contentType);
+    }
+
+    /**
+     * The read-only header block of a fixed response written with this compiled plan, the
+     * given Date and Server values, a body of {@code length} bytes and, when {@code json}, the
+     * JSON Content-Type: made the second time in a row its slot sees this key (at once when
+     * only the Date has changed since the slot's block was made), else null and the key is
+     * remembered. Any thread.
+     */
+    MultiMap block(CharSequence date, CharSequence server, int length, boolean json) {
+      Block[] bs = blocks;
+      int i = (length * 2 + (json ? 1 : 0) + (server == null ? 0 : server.hashCode()))
+          & (BLOCKS - 1);
+      Block b = bs[i];
+      if (b != null && b.length == length && b.json == json && sameText(b.server, server)) {
+        boolean sameDate = b.date == date;
+        if (sameDate && b.lines != null) return b.lines;
+        if (sameDate || b.lines != null) {
+          // seen twice, or a block of a constant response whose Date has moved on
+          MultiMap lines = lines(this, date, server, length, json);
+          bs[i] = new Block(date, server, length, json, lines);
+          return lines;
+        }
+      }
+      bs[i] = new Block(date, server, length, json, null);
+      return null;
+    }
+  }
+
+  /** Slots of {@link HeaderPlan#block}'s table, per compiled plan (a power of two). */
+  private static final int BLOCKS = 8;
+
+  /**
+   * A fixed response's whole header block (Date, Server, the plan's lines, the JSON
+   * Content-Type when added, Content-Length) as a read-only Vert.x header map, validated once
+   * when made. {@code setAll} of a read-only map into a response's empty header map shares its
+   * lines (Vert.x copies them on the first change, which only HEAD, 304 and connection-closing
+   * responses make, and those are not written from a block), so the response skips four or
+   * five validated, hashed, allocating {@code add}s; the encoder writes the same bytes.
+   *
+   * <p>Immutable: written racily into {@link HeaderPlan#blocks} and safe to read from any
+   * thread through its final fields; the read-only map is only ever read.
+   */
+  private static final class Block {
+    final CharSequence date;
+    final CharSequence server;
+    final int length;
+    final boolean json;
+    /** The lines, or null for a key seen once. */
+    final MultiMap lines;
+
+    Block(CharSequence date, CharSequence server, int length, boolean json, MultiMap lines) {
+      this.date = date;
+      this.server = server;
+      this.length = length;
+      this.json = json;
+      this.lines = lines;
+    }
+  }
+
+  /** True when {@code a} and {@code b} are both null or hold the same characters. */
+  private static boolean sameText(CharSequence a, CharSequence b) {
+    return a == b || a != null && b != null && io.netty.util.AsciiString.contentEquals(a, b);
+  }
+
+  /**
+   * The class of the header maps Vert.x gives HTTP/1.x responses, whose {@code setAll} of a
+   * read-only copy shares its lines: other header maps (HTTP/2) are written line by line.
+   */
+  private static final Class<?> SHARING_HEADERS = io.vertx.core.http.HttpHeaders.headers()
+      .getClass();
+
+  /** A read-only empty header map: see {@link #clearHeaders}. */
+  private static final MultiMap NO_HEADERS = io.vertx.core.http.HttpHeaders.headers().copy(false);
+
+  /**
+   * Removes every header of {@code resp}. Not {@code headers().clear()}: Vert.x 5.1's header
+   * map clears a map sharing a read-only block's lines ({@link Block}) without forgetting the
+   * block, and copies the block's lines back in on the next change. {@code setAll} of an empty
+   * read-only map replaces the shared lines with none. The thread that owns the response.
+   */
+  public static void clearHeaders(HttpServerResponse resp) {
+    MultiMap h = resp.headers();
+    if (h.getClass() == SHARING_HEADERS) {
+      h.setAll(NO_HEADERS);
+    } else {
+      h.clear();
     }
   }
 
@@ -174,7 +267,7 @@ public final class ResponseWriter {
    *
    * @param date the cached HTTP date of the event loop
    * @param server the {@code Server} header value, or null for none
-   * @return what {@link #endFixed} needs to know of the headers
+   * @return what {@link #fixedBody} needs to know of the headers
    * @throws IllegalArgumentException for a bad status, a header name that is not a token, or
    *     a value with CR, LF or NUL (header injection), before anything is sent
    */
@@ -202,15 +295,20 @@ public final class ResponseWriter {
    */
   public static HeaderPlan writeHeaders(HttpServerResponse resp, IPersistentMap response,
                                         CharSequence date, CharSequence server) {
-    MultiMap out = resp.headers();
     Object headers = response.valAt(HEADERS);
-    HeaderPlan plan = headers instanceof IPersistentMap ? plan((IPersistentMap) headers) : null;
+    return writeHeaders(resp.headers(), headers,
+        headers instanceof IPersistentMap ? plan((IPersistentMap) headers) : null, date, server);
+  }
+
+  /**
+   * {@link #writeHeaders} with the {@code :headers} value and its compiled plan (or null)
+   * already looked up: {@link #plan} is to be called once per response, as a second call
+   * would count the map as seen twice.
+   */
+  private static HeaderPlan writeHeaders(MultiMap out, Object headers, HeaderPlan plan,
+                                         CharSequence date, CharSequence server) {
     if (plan != null && out.isEmpty()) {
-      if (!plan.hasDate) out.add(io.vertx.core.http.HttpHeaders.DATE, date);
-      if (server != null && !plan.hasServer) out.add(io.vertx.core.http.HttpHeaders.SERVER, server);
-      CharSequence[] names = plan.names;
-      CharSequence[] values = plan.values;
-      for (int i = 0; i < names.length; i++) out.add(names[i], values[i]);
+      addLines(out, plan, date, server);
       return plan;
     }
     out.set(io.vertx.core.http.HttpHeaders.DATE, date);
@@ -219,6 +317,26 @@ public final class ResponseWriter {
     boolean framing = apply(out, headers);
     return new HeaderPlan(null, null, framing, false, false,
         out.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE), null);
+  }
+
+  /** Adds a compiled plan's lines to an empty header map, after Date and Server. */
+  private static void addLines(MultiMap out, HeaderPlan plan, CharSequence date,
+                               CharSequence server) {
+    if (!plan.hasDate) out.add(io.vertx.core.http.HttpHeaders.DATE, date);
+    if (server != null && !plan.hasServer) out.add(io.vertx.core.http.HttpHeaders.SERVER, server);
+    CharSequence[] names = plan.names;
+    CharSequence[] values = plan.values;
+    for (int i = 0; i < names.length; i++) out.add(names[i], values[i]);
+  }
+
+  /** A {@link Block}'s lines: {@link #addLines}, then the body's, as a read-only map. */
+  private static MultiMap lines(HeaderPlan plan, CharSequence date, CharSequence server,
+                                int length, boolean json) {
+    MultiMap lines = io.vertx.core.http.HttpHeaders.headers();
+    addLines(lines, plan, date, server);
+    if (json) lines.add(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
+    lines.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length));
+    return lines.copy(false);
   }
 
   /**
@@ -330,21 +448,7 @@ public final class ResponseWriter {
         && !(body instanceof ISeq);
   }
 
-  /**
-   * Ends the response with a nil, String, byte[], or map or vector (JSON) body: {@link
-   * #fixedBody} then {@code end}. Any thread that owns the response (Vert.x queues an end from
-   * another thread onto the loop).
-   *
-   * @param head what {@link #writeHead} returned
-   * @param setLength as {@link #fixedBody}
-   * @throws IllegalArgumentException as {@link #fixedBody}
-   */
-  public static void endFixed(HttpServerResponse resp, Object body, HeaderPlan head,
-                              boolean setLength) {
-    end(resp, fixedBody(resp, body, head, setLength));
-  }
-
-  /** Ends {@code resp} with what {@link #fixedBody} made ({@code null}: no body). */
+  /** Ends {@code resp} with what {@link #writeFixed} or {@link #fixedBody} made (null: no body). */
   public static void end(HttpServerResponse resp, Buffer body) {
     if (body == null) {
       resp.end();
@@ -376,25 +480,69 @@ public final class ResponseWriter {
       h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
       h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
     }
-    Buffer b;
-    if (body == null) {
-      b = null;
-    } else if (body instanceof String) {
-      b = encode((String) body, head.charset());
-    } else if (body instanceof byte[]) {
-      b = Buffer.buffer((byte[]) body);
-    } else if (json != null) {
-      if (head.contentType == null) {
-        h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
-      }
-      b = json;
-    } else {
-      throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
+    Buffer b = bytes(body, json, head);
+    if (json != null && head.contentType == null) {
+      h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
     }
     // (the framing headers are gone: the handler's were removed above, and nothing else sets
     // them before this point, so add, not set)
-    if (setLength) h.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(b));
+    if (setLength) h.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length(b)));
     return b;
+  }
+
+  /**
+   * Sets the headers of a fixed response and returns its body for {@code end}: {@link
+   * #writeHeaders} then {@link #fixedBody}, in one step, and without setting the status. A
+   * {@code :headers} map with a compiled plan, on an HTTP/1.x response whose headers are still
+   * empty and which gets a {@code Content-Length}, is written as one shared read-only block
+   * ({@link Block}) once its slot has seen the same plan, Date, Server and body length twice;
+   * the lines on the wire are the same either way. The body is made (a map or vector
+   * serialized) before any header is set. Any thread that owns the response.
+   *
+   * @param setLength as {@link #fixedBody}
+   * @throws IllegalArgumentException as {@link #writeHeaders} and {@link #fixedBody}
+   */
+  public static Buffer writeFixed(HttpServerResponse resp, IPersistentMap response,
+                                  CharSequence date, CharSequence server, boolean setLength) {
+    Object headers = response.valAt(HEADERS);
+    HeaderPlan plan = headers instanceof IPersistentMap ? plan((IPersistentMap) headers) : null;
+    MultiMap out;
+    if (plan != null && setLength && !plan.framing
+        && (out = resp.headers()).getClass() == SHARING_HEADERS && out.isEmpty()) {
+      Object body = response.valAt(BODY);
+      Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
+      Buffer b = bytes(body, json, plan);
+      boolean jsonType = json != null && plan.contentType == null;
+      MultiMap lines = plan.block(date, server, length(b), jsonType);
+      if (lines != null) {
+        out.setAll(lines);
+      } else {
+        addLines(out, plan, date, server);
+        if (jsonType) out.add(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
+        out.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length(b)));
+      }
+      return b;
+    }
+    HeaderPlan head = writeHeaders(resp.headers(), headers, plan, date, server);
+    return fixedBody(resp, response.valAt(BODY), head, setLength);
+  }
+
+  /**
+   * The bytes of a fixed body: null for nil, a String encoded with the plan's charset, a
+   * byte[] wrapped, or {@code json} (the body already serialized).
+   *
+   * @throws IllegalArgumentException for a body of no fixed type
+   */
+  private static Buffer bytes(Object body, Buffer json, HeaderPlan head) {
+    if (body == null) return null;
+    if (body instanceof String) return encode((String) body, head.charset());
+    if (body instanceof byte[]) return Buffer.buffer((byte[]) body);
+    if (json != null) return json;
+    throw new IllegalArgumentException("not a fixed response body: " + body.getClass().getName());
+  }
+
+  private static int length(Buffer b) {
+    return b == null ? 0 : b.length();
   }
 
   /**
@@ -404,9 +552,8 @@ public final class ResponseWriter {
    */
   private static final CharSequence[] LENGTHS = new CharSequence[2048];
 
-  /** The {@code Content-Length} value for {@code body} (null: empty). */
-  private static CharSequence contentLength(Buffer body) {
-    int n = body == null ? 0 : body.length();
+  /** The {@code Content-Length} value for a body of {@code n} bytes. */
+  private static CharSequence contentLength(int n) {
     if (n >= LENGTHS.length) return Integer.toString(n);
     CharSequence v = LENGTHS[n];
     if (v == null) {

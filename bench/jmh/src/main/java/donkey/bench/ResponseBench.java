@@ -29,7 +29,7 @@ import org.openjdk.jmh.infra.Blackhole;
  *
  * <ul>
  *   <li>{@code write_*}: the TechEmpower plaintext and JSON responses written into a
- *       {@link FakeResponse} by {@link ResponseWriter} ({@code writeHead} + {@code endFixed}),
+ *       {@link FakeResponse} by {@link ResponseWriter} ({@code writeFixed} + {@code end}),
  *       against {@code write_raw*}, which does what {@code bench/java/.../RawVertx.java} does
  *       (four {@code headers().add} and {@code end(Buffer)}) to the same fake response.
  *       {@code write_plaintextFreshHeaders} makes a new {@code :headers} map per response, so
@@ -110,8 +110,11 @@ public class ResponseBench {
   }
 
   private void write(IPersistentMap r) {
-    ResponseWriter.HeaderPlan head = ResponseWriter.writeHead(resp, r, DATE, SERVER);
-    ResponseWriter.endFixed(resp, r.valAt(ResponseWriter.BODY), head, true);
+    // as the kernel's Exchange.endFixed
+    int status = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
+    Buffer b = ResponseWriter.writeFixed(resp, r, DATE, SERVER, true);
+    ResponseWriter.status(resp, status);
+    ResponseWriter.end(resp, b);
   }
 
   private void rawPlaintext() {
