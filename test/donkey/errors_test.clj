@@ -145,6 +145,41 @@
         (is (= 201 (:status r)))
         (is (= "first" (:body r))))
       (is (= 201 (:status (GET "/again"))) "the connection stayed consistent")))
+  (testing "a response given inside the handler on the loop is written once it returns"
+    ;; (the kernel keeps a respond made on the loop while the handler runs and writes it when
+    ;; the handler returns: what the handler does after respond must not change the answer)
+    (with-server (fn [req respond _]
+                   (respond {:status 200 :body (str "answered " (:uri req))})
+                   (when (= "/then-throw" (:uri req)) (throw (Exception. "after respond"))))
+      {:async? true}
+      (is (= [200 "answered /then-throw"] ((juxt :status :body) (GET "/then-throw"))))
+      (is (= "answered /again" (:body (GET "/again")))))
+    (with-server (fn [req respond _] (respond (when (= "/after" (:uri req)) (ok req)))) {:async? true}
+      (is (= 500 (:status (GET "/nil"))) "respond with nil is answered 500, as a returned nil")
+      (is (still-serving?)))
+    (with-server (fn [req respond _] (respond {:status 200 :body (subs (:uri req) 1)}))
+      {:async? true :event-loops 1}
+      (let [resp (raw (str "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))]
+        (is (= 3 (count (re-seq #"HTTP/1\.1 200 OK\r\n" resp))) resp)
+        (is (= ["a" "b" "c"] (map second (re-seq #"\r\n\r\n([abc])" resp)))
+            "pipelined answers in order"))))
+  (testing "a respond held from an earlier request, called inside another request's handler"
+    ;; both connections on one loop: the held respond belongs to a request whose handler
+    ;; returned long ago, so it is written at once, and the caller's own answer after it
+    (let [held (promise)]
+      (with-server {:routes [{:path "/hold" :handler-mode :non-blocking
+                              :handler (fn [_ respond _] (deliver held respond))}
+                             {:path "/release" :handler-mode :non-blocking
+                              :handler (fn [_ respond _]
+                                         (@held {:status 200 :body "released"})
+                                         (respond {:status 200 :body "releaser"}))}]}
+        {:event-loops 1}
+        (let [waiting (future (GET "/hold"))]
+          (deref held 5000 nil)
+          (is (= "releaser" (:body (GET "/release"))))
+          (is (= "released" (:body (deref waiting 5000 nil))))))))
   (testing "async streaming body is sent from a worker, not the event loop"
     (with-server (fn [_ respond _]
                    (respond {:status 200 :body (java.io.ByteArrayInputStream. (.getBytes "streamed"))}))

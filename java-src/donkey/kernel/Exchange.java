@@ -80,6 +80,15 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private volatile boolean timedOut;
   /** True once {@link #watchEnd} registered this as the response's end handler. */
   private boolean endWatched;
+  /**
+   * Loop-confined: true while {@link #dispatch} runs this exchange's non-blocking handler. A
+   * response the handler gives meanwhile, on the loop, is kept in {@link #given} and written
+   * once the handler has returned (see {@link #invoke}).
+   */
+  private boolean inHandler;
+  /** True when {@link #given} holds a response (which may be nil) to write after the handler. */
+  private boolean hasGiven;
+  private Object given;
   /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
   private Buffer prepared;
   /** The status a worker prepared for {@link #endPrepared}. */
@@ -339,12 +348,20 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       dispatchedAt = ConnectionGuard.UNSTAMPED;
       loop.running(this);
       IFn raise = new Raise();
+      inHandler = true;
       try {
         handler.invoke(request, this, raise);
       } catch (Throwable t) {
         raise.invoke(t);
       } finally {
+        inHandler = false;
         loop.running(null);
+      }
+      if (hasGiven) {
+        Object r = given;
+        given = null;
+        hasGiven = false;
+        complete(r);
       }
     } else {
       // exact: the worker pool's stall detection and the outbox's holds work in milliseconds
@@ -401,11 +418,23 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
-  /** The {@code respond} callback of an async handler. */
+  /**
+   * The {@code respond} callback of an async handler. Called on the loop while the handler
+   * runs (the common case), it only keeps the response: {@link #dispatch} writes it when the
+   * handler returns, three calls shallower, so that the JIT inlines Vert.x's write path into
+   * the request's compiled code instead of stopping at its inlining depth limit. The bytes go
+   * out no later: Vert.x flushes the loop's writes after it has read what was ready. From any
+   * other thread, or later on the loop, the response is written at once.
+   */
   @Override
   public Object invoke(Object response) {
     if (ANSWERED.compareAndSet(this, 0, 1)) {
-      complete(response);
+      if (Thread.currentThread() == loop.thread && inHandler) {
+        given = response;
+        hasGiven = true;
+      } else {
+        complete(response);
+      }
     } else {
       late(response, null);
     }
@@ -485,9 +514,18 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       }
     } else if (kind == ResponseWriter.Kind.CHANNEL) {
       onLoop(() -> writeNow(r, kind));
-    } else if (kind == ResponseWriter.Kind.FIXED && Thread.currentThread() != loop.thread
-        && loop.workers.isWorkerThread()) {
-      // (the loop check first: a non-blocking handler's answer skips the ThreadLocal lookup)
+    } else if (kind == ResponseWriter.Kind.FIXED && Thread.currentThread() == loop.thread) {
+      // the loop's own fixed answer (a non-blocking handler's, the common one): written here,
+      // one call shallower than writeNow, as this path's depth decides how much of Vert.x's
+      // write the JIT inlines into it; the end's bookkeeping then needs no end handler
+      if (closed()) return;
+      try {
+        endFixed(r);
+        endedOnLoop();
+      } catch (Throwable t) {
+        fail(t);
+      }
+    } else if (kind == ResponseWriter.Kind.FIXED && loop.workers.isWorkerThread()) {
       prepare(r);
     } else {
       // A fixed body or a file is written from the thread that has it: Vert.x queues writes
@@ -497,15 +535,16 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
-  /** Any thread (the event loop for a CHANNEL body): writes a fixed, file or channel body. */
+  /**
+   * Any thread but the loop for a FIXED body (the event loop for a CHANNEL body): writes a
+   * fixed, file or channel body, with Vert.x's end handler doing the end's bookkeeping.
+   */
   private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
     if (closed()) return;
-    boolean here = kind == ResponseWriter.Kind.FIXED && Thread.currentThread() == loop.thread;
     try {
-      if (!here) watchEnd();
+      watchEnd();
       if (kind == ResponseWriter.Kind.FIXED) {
         endFixed(r);
-        if (here) endedOnLoop();
         return;
       }
       ResponseWriter.writeHead(resp, r, HttpDate.current(), loop.serverHeader);
@@ -531,7 +570,12 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     Buffer b = ResponseWriter.writeFixed(resp, r, HttpDate.current(), loop.serverHeader,
         lengthFromBody(status));
     ResponseWriter.status(resp, status);
-    ResponseWriter.end(resp, b);
+    // (not ResponseWriter.end: one call less on the loop's path, see complete)
+    if (b == null) {
+      resp.end();
+    } else {
+      resp.end(b);
+    }
   }
 
   /**
