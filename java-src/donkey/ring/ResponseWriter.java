@@ -199,9 +199,11 @@ public final class ResponseWriter {
    * A fixed response's whole header block (Date, Server, the plan's lines, the JSON
    * Content-Type when added, Content-Length) as a read-only Vert.x header map, validated once
    * when made. {@code setAll} of a read-only map into a response's empty header map shares its
-   * lines (Vert.x copies them on the first change, which only HEAD, 304 and connection-closing
-   * responses make, and those are not written from a block), so the response skips four or
-   * five validated, hashed, allocating {@code add}s; the encoder writes the same bytes.
+   * lines until its first change, which copies them (Vert.x changes such a response only to
+   * add a {@code Connection} header, for a request that closes the connection or an HTTP/1.0
+   * keep-alive; HEAD and 304 responses, whose framing it edits, never get a block), so the
+   * response skips four or five validated, hashed, allocating {@code add}s; the encoder writes
+   * the same bytes.
    *
    * <p>Immutable: written racily into {@link HeaderPlan#blocks} and safe to read from any
    * thread through its final fields; the read-only map is only ever read.
