@@ -295,6 +295,10 @@ public final class RequestMap {
 
   /** The lower-case keyword of an HTTP method; the common ones are not re-interned. */
   public static Keyword method(HttpMethod m) {
+    // the commonest by identity first (Vert.x hands out its constants for the methods it
+    // knows): no String hash and compare on their requests
+    if (m == HttpMethod.GET) return GET;
+    if (m == HttpMethod.POST) return POST;
     switch (m.name()) {
       case "GET": return GET;
       case "POST": return POST;
