@@ -95,6 +95,10 @@ public final class Server implements Closeable {
     if (config.eventLoops < 1) {
       throw new IllegalArgumentException(":event-loops must be >= 1, got " + config.eventLoops);
     }
+    // (route handlers are linked when their Route is made)
+    donkey.route.Route.linkForInlining(config.handler);
+    donkey.route.Route.linkForInlining(config.notFound);
+    donkey.route.Route.linkForInlining(config.errorHandler);
     WorkerPool workers = config.virtualThreads ? Workers.virtual()
         : Workers.platform(config.workerThreads);
     Vertx vertx = Vertx.vertx(new VertxOptions()

@@ -46,8 +46,30 @@ public final class Route {
     if (path == null || path.isEmpty()) throw invalid("empty path");
     if (handler == null) throw invalid("no :handler");
     if (mode == null) throw invalid("no :handler-mode");
+    linkForInlining(handler);
     for (String m : this.consumes) MediaTypes.checkRange(m, this);
     for (String m : this.produces) MediaTypes.checkRange(m, this);
+  }
+
+  /**
+   * Has the class loader of {@code fn}'s class resolve {@code java.lang.Object}, the one class
+   * of {@code IFn.invoke}'s signatures. C2 does not inline a method whose signature names a
+   * class its holder's loader has not resolved ("unloaded signature classes"), and a Clojure
+   * fn compiled at run time is defined by a fresh {@code DynamicClassLoader} that often has
+   * not: {@code -XX:+LogCompilation} showed a sync handler loaded from source called, not
+   * inlined, from the worker's compiled code. Resolving through the loader records it as an
+   * initiating loader of Object. Harmless for any other class (AOT-compiled fns, the
+   * bootstrap loader); called at start-up, any thread.
+   */
+  public static void linkForInlining(Object fn) {
+    if (fn == null) return;
+    ClassLoader loader = fn.getClass().getClassLoader();
+    if (loader == null) return;
+    try {
+      Class.forName("java.lang.Object", false, loader);
+    } catch (ClassNotFoundException | LinkageError e) {
+      // a loader that cannot find Object cannot have loaded fn; nothing to do
+    }
   }
 
   /** The handler, with the route's and the server's middleware applied. */
