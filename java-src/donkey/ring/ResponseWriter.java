@@ -331,13 +331,22 @@ public final class ResponseWriter {
     for (int i = 0; i < names.length; i++) out.add(names[i], values[i]);
   }
 
-  /** A {@link Block}'s lines: {@link #addLines}, then the body's, as a read-only map. */
+  /**
+   * Adds a fixed response's whole head to an empty header map: {@link #addLines}, the JSON
+   * Content-Type when {@code json}, and the Content-Length of a {@code length}-byte body.
+   */
+  private static void addHead(MultiMap out, HeaderPlan plan, CharSequence date,
+                              CharSequence server, int length, boolean json) {
+    addLines(out, plan, date, server);
+    if (json) out.add(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
+    out.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length));
+  }
+
+  /** A {@link Block}'s lines: {@link #addHead} into a new map, made read-only. */
   private static MultiMap lines(HeaderPlan plan, CharSequence date, CharSequence server,
                                 int length, boolean json) {
     MultiMap lines = io.vertx.core.http.HttpHeaders.headers();
-    addLines(lines, plan, date, server);
-    if (json) lines.add(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
-    lines.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length));
+    addHead(lines, plan, date, server, length, json);
     return lines.copy(false);
   }
 
@@ -515,13 +524,12 @@ public final class ResponseWriter {
       Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
       Buffer b = bytes(body, json, plan);
       boolean jsonType = json != null && plan.contentType == null;
-      MultiMap lines = plan.block(date, server, length(b), jsonType);
+      int length = length(b);
+      MultiMap lines = plan.block(date, server, length, jsonType);
       if (lines != null) {
         out.setAll(lines);
       } else {
-        addLines(out, plan, date, server);
-        if (jsonType) out.add(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
-        out.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length(b)));
+        addHead(out, plan, date, server, length, jsonType);
       }
       return b;
     }
