@@ -301,3 +301,57 @@
       (is (= ["304" "204" "200" "200"] statuses) resp)
       (is (re-find #"(?i)etag: \"v1\"" resp))
       (is (str/ends-with? resp "tail") "only the last response has a body"))))
+
+(defn- pool-keep-alive
+  "Exercises a donkey.kernel.WorkerPool (package-private: built by reflection) of threads from
+  `factory` with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
+  released and idle for the keep-alive, every thread ends; then the pool runs a new task.
+  Returns {:grown :idle-states :left :after}: the thread count with the tasks blocked, the
+  states of the idle threads shortly after release, the count after the keep-alive, and what
+  the new task returned."
+  [^java.util.concurrent.ThreadFactory factory virtual? n keep-alive-ms]
+  (let [cls (Class/forName "donkey.kernel.WorkerPool")
+        ctor (doto (.getDeclaredConstructor cls (into-array Class [String java.util.concurrent.ThreadFactory
+                                                                    Boolean/TYPE Integer/TYPE Integer/TYPE
+                                                                    Long/TYPE Long/TYPE]))
+               (.setAccessible true))
+        threads-field (doto (.getDeclaredField cls "threads") (.setAccessible true))
+        ^java.util.concurrent.ExecutorService pool
+        (.newInstance ctor (object-array ["test-pool" factory (boolean virtual?) (int 64) (int 1)
+                                          (long 1000000) (long (* keep-alive-ms 1000000))]))
+        count-threads #(.get ^java.util.concurrent.atomic.AtomicInteger (.get threads-field pool))
+        inside (java.util.concurrent.CountDownLatch. n)
+        release (java.util.concurrent.CountDownLatch. 1)
+        seen (java.util.concurrent.ConcurrentHashMap/newKeySet)]
+    (try
+      (dotimes [_ n]
+        (.execute pool ^Runnable (fn []
+                                   (.add seen (Thread/currentThread))
+                                   (.countDown inside)
+                                   (.await release 10 java.util.concurrent.TimeUnit/SECONDS))))
+      (when-not (.await inside 5 java.util.concurrent.TimeUnit/SECONDS)
+        (throw (ex-info "the blocked tasks did not all start" {:started (- n (.getCount inside))})))
+      (let [grown (count-threads)]
+        (.countDown release)
+        (Thread/sleep (long (quot keep-alive-ms 3)))
+        (let [idle-states (set (map #(.getState ^Thread %) seen))
+              deadline (+ (System/currentTimeMillis) (* 3 keep-alive-ms) 2000)]
+          (while (and (pos? (count-threads)) (< (System/currentTimeMillis) deadline))
+            (Thread/sleep 20))
+          (let [left (count-threads)
+                f (.submit pool ^java.util.concurrent.Callable (fn [] :ran))]
+            {:grown grown :idle-states idle-states :left left
+             :after (.get f 5 java.util.concurrent.TimeUnit/SECONDS)})))
+      (finally
+        (.countDown release)
+        (.shutdownNow pool)))))
+
+(deftest idle-platform-workers-end-after-the-keep-alive
+  (let [{:keys [grown idle-states left after]}
+        (pool-keep-alive (reify java.util.concurrent.ThreadFactory
+                             (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
+                           false 5 300)]
+    (is (= 5 grown) "five blocked tasks run on five threads")
+    (is (= #{Thread$State/TIMED_WAITING} idle-states) "idle platform workers wait on their keep-alive")
+    (is (= 0 left) "every thread ended once idle for the keep-alive")
+    (is (= :ran after) "the pool starts a thread again for new work")))

@@ -247,10 +247,15 @@ final class WorkerPool extends AbstractExecutorService {
       permit = false;
       idle.addFirst(this);
       active.decrementAndGet();
-      // a task queued after our poll may have seen us still active and woken nobody
-      if ((!queue.isEmpty() || state != RUNNING) && idle.remove(this)) {
+      // A task queued after our poll may have seen us still active and woken nobody: take
+      // ourselves back. Counted active before leaving the idle list: the other way round, a
+      // task queued in between found no thread active and none idle and started a new one
+      // (seen under plain load: a second worker, started by the monitor, kept for good).
+      if (!queue.isEmpty() || state != RUNNING) {
         active.incrementAndGet();
-        return true;
+        if (idle.remove(this)) return true;
+        // a waker took us off the list first and counted us itself: its permit is coming
+        active.decrementAndGet();
       }
       long deadline = System.nanoTime() + keepAliveNanos;
       while (!permit) {
@@ -263,7 +268,12 @@ final class WorkerPool extends AbstractExecutorService {
       }
       // Woken by an event loop that is still reading: let it finish its iteration (and queue
       // the rest of its batch) before taking work, instead of preempting it on a shared core.
-      // (On a virtual thread this yields its carrier to other virtual threads: harmless.)
+      // On a virtual thread this resubmits it to the scheduler, whose other thread (and the
+      // timer thread, for the timed park above) then wakes and sleeps again: wasteful-looking
+      // switches that hand the core back to the loop all the same. Measured: a virtual worker
+      // without the yield and parked untimed took the batch a request or two at a time (391
+      // switches per 1,000 requests against 221) and served 69k JSON req/s against 88k
+      // (5 alternated rounds, all 5 lower).
       Thread.yield();
       return true;
     }
