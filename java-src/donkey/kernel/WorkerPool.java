@@ -249,8 +249,7 @@ final class WorkerPool extends AbstractExecutorService {
       active.decrementAndGet();
       // A task queued after our poll may have seen us still active and woken nobody: take
       // ourselves back. Counted active before leaving the idle list: the other way round, a
-      // task queued in between found no thread active and none idle and started a new one
-      // (seen under plain load: a second worker, started by the monitor, kept for good).
+      // task queued in between finds no thread active and none idle and starts a new one.
       if (!queue.isEmpty() || state != RUNNING) {
         active.incrementAndGet();
         if (idle.remove(this)) return true;
