@@ -303,21 +303,23 @@
       (is (str/ends-with? resp "tail") "only the last response has a body"))))
 
 (defn- pool-keep-alive
-  "Exercises a donkey.kernel.WorkerPool (package-private: built by reflection) of threads from
-  `factory` with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
+  "Exercises a donkey.kernel.WorkerPool (package-private: built by reflection) of daemon
+  platform threads with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
   released and idle for the keep-alive, every thread ends; then the pool runs a new task.
   Returns {:grown :idle-states :left :after}: the thread count with the tasks blocked, the
   states of the idle threads shortly after release, the count after the keep-alive, and what
   the new task returned."
-  [^java.util.concurrent.ThreadFactory factory virtual? n keep-alive-ms]
-  (let [cls (Class/forName "donkey.kernel.WorkerPool")
+  [n keep-alive-ms]
+  (let [factory (reify java.util.concurrent.ThreadFactory
+                  (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
+        cls (Class/forName "donkey.kernel.WorkerPool")
         ctor (doto (.getDeclaredConstructor cls (into-array Class [String java.util.concurrent.ThreadFactory
                                                                     Boolean/TYPE Integer/TYPE Integer/TYPE
                                                                     Long/TYPE Long/TYPE]))
                (.setAccessible true))
         threads-field (doto (.getDeclaredField cls "threads") (.setAccessible true))
         ^java.util.concurrent.ExecutorService pool
-        (.newInstance ctor (object-array ["test-pool" factory (boolean virtual?) (int 64) (int 1)
+        (.newInstance ctor (object-array ["test-pool" factory false (int 64) (int 1)
                                           (long 1000000) (long (* keep-alive-ms 1000000))]))
         count-threads #(.get ^java.util.concurrent.atomic.AtomicInteger (.get threads-field pool))
         inside (java.util.concurrent.CountDownLatch. n)
@@ -348,9 +350,7 @@
 
 (deftest idle-platform-workers-end-after-the-keep-alive
   (let [{:keys [grown idle-states left after]}
-        (pool-keep-alive (reify java.util.concurrent.ThreadFactory
-                             (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
-                           false 5 300)]
+        (pool-keep-alive 5 300)]
     (is (= 5 grown) "five blocked tasks run on five threads")
     (is (= #{Thread$State/TIMED_WAITING} idle-states) "idle platform workers wait on their keep-alive")
     (is (= 0 left) "every thread ended once idle for the keep-alive")

@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.route.Route;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -96,9 +97,9 @@ public final class Server implements Closeable {
       throw new IllegalArgumentException(":event-loops must be >= 1, got " + config.eventLoops);
     }
     // (route handlers are linked when their Route is made)
-    donkey.route.Route.linkForInlining(config.handler);
-    donkey.route.Route.linkForInlining(config.notFound);
-    donkey.route.Route.linkForInlining(config.errorHandler);
+    Route.linkForInlining(config.handler);
+    Route.linkForInlining(config.notFound);
+    Route.linkForInlining(config.errorHandler);
     WorkerPool workers = config.virtualThreads ? Workers.virtual()
         : Workers.platform(config.workerThreads);
     Vertx vertx = Vertx.vertx(new VertxOptions()
