@@ -32,9 +32,9 @@ import java.util.concurrent.locks.LockSupport;
  * queue every {@code stallNanos}; when the task at its head has waited that long, it counts
  * the running threads stuck in a task for that long (blocked, or slow) and wakes one more
  * thread for each, at most one per waiting task and up to {@code max}, so that {@code target}
- * threads keep taking work. N slow requests thus run on N threads at once after a delay of one
- * or two periods; when no thread is stuck the cores are just busy and no thread is added. The
- * monitor sleeps while the pool is idle, ticks every period while tasks or prepared responses
+ * threads keep taking work. N slow requests thus run on N threads at once after a delay of two
+ * or three periods (a thread must look blocked at two ticks: see {@link #stuck}); when no
+ * thread is stuck the cores are just busy and no thread is added. The monitor sleeps while the pool is idle, ticks every period while tasks or prepared responses
  * wait, and every {@link #QUIET_TICKS} periods while threads run but nothing waits (a long
  * streamed response, say), so a task queued then waits up to that long to be looked at.
  *
@@ -196,6 +196,11 @@ final class WorkerPool extends AbstractExecutorService {
     volatile boolean permit;
     /** When the task this worker runs started (System.nanoTime()), 0 between tasks. */
     volatile long taskStart;
+    /**
+     * The {@link #taskStart} of the task the monitor last saw this worker blocked in, else 0.
+     * Read and written by the monitor thread only.
+     */
+    long blockedIn;
     /** The OS thread id of a platform worker on Linux, else -1 (set when it starts). */
     volatile int tid = -1;
 
@@ -317,8 +322,7 @@ final class WorkerPool extends AbstractExecutorService {
         // none is stuck the cores are simply busy, and more threads would only take turns.)
         int stuck = 0;
         for (Worker w : workers) {
-          long t = w.taskStart;
-          if (t != 0 && now - t >= stallNanos && blocked(w)) stuck++;
+          if (stuck(w, now)) stuck++;
         }
         int more = target - (active.get() - stuck);
         int waiting = 0;
@@ -335,21 +339,45 @@ final class WorkerPool extends AbstractExecutorService {
   }
 
   /**
+   * Monitor thread: true when {@code w} has been in its task for at least a stall period and
+   * was seen {@link #blocked} at two looks, this one and an earlier one, in that same task. A
+   * single look can catch a thread that only paused for a moment: a worker stopped for a GC
+   * (it sleeps in the kernel until the safepoint ends) or waiting a few microseconds for a
+   * contended lock looks blocked, and counting it woke threads for handlers that never block
+   * (once in six clean-clone runs of the suite, a pool of busy-spinning handlers grew past
+   * cores + 2). The price: a really blocked worker gets company one tick later.
+   */
+  private boolean stuck(Worker w, long now) {
+    long t = w.taskStart;
+    if (t == 0 || now - t < stallNanos || !blocked(w)) {
+      w.blockedIn = 0;
+      return false;
+    }
+    if (w.blockedIn == t) return true;
+    w.blockedIn = t;
+    return false;
+  }
+
+  /**
    * Monitor thread: true when {@code w}, long in its task, is blocked rather than waiting for a
    * core. Only a blocked thread frees its core, so only then does another thread help; a thread
    * that is merely preempted (on a saturated core the loop, the JIT and the other workers
    * take turns with it for milliseconds at a time) looks just as late, and counting it as stuck
    * woke a thread per tick under load: 5 s of the bench's JSON load on one core (handlers that
    * never block) grew the pool to 27 threads taking turns on it ({@code jcmd Thread.print}).
-   * Parked, sleeping or waiting for a lock is blocked; a RUNNABLE platform thread may still be
-   * blocked in native I/O (a socket read), which the OS's own run state tells apart
-   * ({@link OsThreads#running}); where that cannot be read the thread counts as blocked, as
-   * before. A RUNNABLE virtual thread is mounted or waiting for a carrier: not blocked (its
-   * blocking I/O parks it).
+   * For a platform thread on Linux the OS's own run state decides ({@link OsThreads#running}):
+   * running or runnable is not blocked, asleep in the kernel (parked, sleeping, waiting for a
+   * lock, or in a socket read) is. Not Java's {@link Thread#getState}: a thread woken from a
+   * park or a lock keeps its WAITING or BLOCKED state until it gets a core and runs, so on
+   * saturated cores a thread that only waits for a core looked blocked for milliseconds, and a
+   * pool of handlers that each slept 0.3 ms grew to 6 threads on 2 cores (a test now holds
+   * it); and a RUNNABLE one may be in native I/O. Where the OS cannot be asked, every such
+   * thread counts as blocked. A virtual thread is blocked when it is not RUNNABLE: unparking
+   * one makes it RUNNABLE at once, mounted or waiting for a carrier, and its blocking I/O
+   * parks it.
    */
   private boolean blocked(Worker w) {
-    if (w.thread.getState() != Thread.State.RUNNABLE) return true;
-    if (virtual) return false;
+    if (virtual) return w.thread.getState() != Thread.State.RUNNABLE;
     int tid = w.tid;
     return tid < 0 || !OsThreads.running(tid);
   }
