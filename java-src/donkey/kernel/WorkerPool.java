@@ -34,9 +34,10 @@ import java.util.concurrent.locks.LockSupport;
  * thread for each, at most one per waiting task and up to {@code max}, so that {@code target}
  * threads keep taking work. N slow requests thus run on N threads at once after a delay of two
  * or three periods (a thread must look blocked at two ticks: see {@link #stuck}); when no
- * thread is stuck the cores are just busy and no thread is added. The monitor sleeps while the pool is idle, ticks every period while tasks or prepared responses
- * wait, and every {@link #QUIET_TICKS} periods while threads run but nothing waits (a long
- * streamed response, say), so a task queued then waits up to that long to be looked at.
+ * thread is stuck the cores are just busy and no thread is added. The monitor sleeps while
+ * the pool is idle, ticks every period while tasks or prepared responses wait, and every
+ * {@link #QUIET_TICKS} periods while threads run but nothing waits (a long streamed
+ * response, say), so a task queued then waits up to that long to be looked at.
  *
  * <p>Threading: {@link #execute} may be called from any thread (it is called from event
  * loops); tasks run on the pool's threads, in no particular order, each with its interrupt
@@ -341,11 +342,11 @@ final class WorkerPool extends AbstractExecutorService {
   /**
    * Monitor thread: true when {@code w} has been in its task for at least a stall period and
    * was seen {@link #blocked} at two looks, this one and an earlier one, in that same task. A
-   * single look can catch a thread that only paused for a moment: a worker stopped for a GC
-   * (it sleeps in the kernel until the safepoint ends) or waiting a few microseconds for a
-   * contended lock looks blocked, and counting it woke threads for handlers that never block
-   * (once in six clean-clone runs of the suite, a pool of busy-spinning handlers grew past
-   * cores + 2). The price: a really blocked worker gets company one tick later.
+   * single look also catches a thread that only paused for a moment (a short sleep or lock
+   * wait in the handler, a page fault, a GC safepoint) and would wake a thread for it:
+   * handlers that each slept 0.3 ms between two 1.5 ms spins grew the pool past cores + 2 in
+   * 2 of 5 runs judged on one look, in none of 10 on two (2 cores; the test that holds it).
+   * The price: a really blocked worker gets company one tick later.
    */
   private boolean stuck(Worker w, long now) {
     long t = w.taskStart;
