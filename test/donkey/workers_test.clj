@@ -9,15 +9,20 @@
   (:import (java.io InputStream OutputStream)
            (java.net Socket)
            (java.nio.charset StandardCharsets)
-           (java.util.concurrent CountDownLatch Executors Future TimeUnit)
+           (java.util.concurrent Callable CountDownLatch ExecutorService Executors Future TimeUnit)
            (java.util.concurrent.atomic AtomicInteger)
            (java.util.concurrent.locks LockSupport)))
+
+(defn- submit
+  "Submits `f` to `pool` as a Callable (its value is the Future's)."
+  ^Future [^ExecutorService pool ^Callable f]
+  (.submit pool f))
 
 (defn- in-parallel
   "Starts `n` GETs of `path` on their own threads; returns their futures."
   [n path]
   (let [pool (Executors/newFixedThreadPool n)
-        fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (GET path)))) (range n))]
+        fs (mapv (fn [_] (submit pool (bound-fn [] (GET path)))) (range n))]
     (.shutdown pool)
     fs))
 
@@ -111,6 +116,52 @@
         (.close silent)
         (deref acceptor 2000 nil)))))
 
+;; Every worker blocked in a socket read (a slow database) and requests queued behind them:
+;; the monitor ticks every 1 ms while they wait, and asking the OS about each worker costs
+;; 3-15 us. At :worker-threads no thread can be added, so it must not ask at all (before: 17%
+;; of a core for 50 such workers).
+(deftest the-monitor-stays-cheap-while-every-worker-is-blocked
+  (let [n 20
+        inside (CountDownLatch. n)
+        mx (java.lang.management.ManagementFactory/getThreadMXBean)
+        monitor-cpu (fn [] (reduce + (for [^long id (.getAllThreadIds mx)
+                                           :let [i (.getThreadInfo mx id)]
+                                           :when (and i (= "donkey-worker-monitor"
+                                                           (.getThreadName i)))]
+                                       (max 0 (.getThreadCpuTime mx id)))))]
+    (with-open [silent (java.net.ServerSocket. 0 100 (java.net.InetAddress/getLoopbackAddress))]
+      (let [accepted (java.util.concurrent.ConcurrentLinkedQueue.)
+            acceptor (future (try (loop [] (.add accepted (.accept silent)) (recur))
+                                  (catch java.io.IOException _ nil)))
+            handler (fn [_]
+                      (with-open [s (Socket. "127.0.0.1" (.getLocalPort silent))]
+                        (.setSoTimeout s 20000)
+                        (.countDown inside)
+                        {:status 200 :body (str "read " (.read (.getInputStream s)))}))]
+        (with-server handler {:worker-threads n}
+          (let [fs (in-parallel (* 2 n) "/read")]
+            (try
+              (is (.await inside 5 TimeUnit/SECONDS) (str "all " n " workers blocked in a read"))
+              (Thread/sleep 200)
+              (let [c0 (monitor-cpu)
+                    t0 (System/nanoTime)
+                    _ (Thread/sleep 2000)
+                    share (/ (double (- (monitor-cpu) c0)) (- (System/nanoTime) t0))]
+                (is (< share 0.10)
+                    (format "the pool's monitor used %.1f%% of a core while %d workers were blocked and %d requests waited"
+                            (* 100 share) n n)))
+              (finally
+                ;; each closed peer ends one read; the waiting requests then get workers and
+                ;; are accepted in turn
+                (loop [left 200]
+                  (doseq [^Socket a (repeatedly #(.poll accepted)) :while a] (.close a))
+                  (when (and (pos? left) (not (every? #(.isDone ^Future %) fs)))
+                    (Thread/sleep 50)
+                    (recur (dec left))))))
+            (is (every? #(= "read -1" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))
+        (.close silent)
+        (deref acceptor 2000 nil)))))
+
 (deftest worker-threads-is-a-hard-limit
   (let [running (AtomicInteger.)
         most (AtomicInteger.)
@@ -189,7 +240,7 @@
     {:worker-threads 4}
     (let [pool (Executors/newFixedThreadPool 8)
           fs (mapv (fn [c]
-                     (.submit pool ^Callable
+                     (submit pool
                               (bound-fn []
                                 (u/raw (str (apply str (for [i (range 30)]
                                                          (str "GET /c" c "-" i " HTTP/1.1\r\nHost: x\r\n\r\n")))
@@ -225,7 +276,7 @@
         (try
           (is (.await inside 5 TimeUnit/SECONDS))
           (let [pool (Executors/newFixedThreadPool 16)
-                fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (dotimes [_ 20] (GET "/fast")) :done)))
+                fs (mapv (fn [_] (submit pool (bound-fn [] (dotimes [_ 20] (GET "/fast")) :done)))
                          (range 16))]
             (.shutdown pool)
             (is (every? #(= :done (.get ^Future % 30 TimeUnit/SECONDS)) fs))
@@ -250,7 +301,7 @@
                   {:status 200 :body "busy"})]
     (with-server handler {:worker-threads 50}
       (let [pool (Executors/newFixedThreadPool 16)
-            fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (dotimes [_ 10] (GET "/busy")) :done)))
+            fs (mapv (fn [_] (submit pool (bound-fn [] (dotimes [_ 10] (GET "/busy")) :done)))
                      (range 16))]
         (.shutdown pool)
         (is (every? #(= :done (.get ^Future % 60 TimeUnit/SECONDS)) fs))
@@ -274,7 +325,7 @@
                   {:status 200 :body "busy"})]
     (with-server handler {:worker-threads 50}
       (let [pool (Executors/newFixedThreadPool 16)
-            fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (dotimes [_ 10] (GET "/brief")) :done)))
+            fs (mapv (fn [_] (submit pool (bound-fn [] (dotimes [_ 10] (GET "/brief")) :done)))
                      (range 16))]
         (.shutdown pool)
         (is (every? #(= :done (.get ^Future % 60 TimeUnit/SECONDS)) fs))

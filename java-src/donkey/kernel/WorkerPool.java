@@ -202,8 +202,11 @@ final class WorkerPool extends AbstractExecutorService {
      * Read and written by the monitor thread only.
      */
     long blockedIn;
-    /** The OS thread id of a platform worker on Linux, else -1 (set when it starts). */
-    volatile int tid = -1;
+    /**
+     * What the OS says of a platform worker on Linux (set when it starts, closed when it
+     * ends), else null. Read by the monitor thread only.
+     */
+    volatile OsThreads.Stat stat;
 
     Worker() {
       thread = factory.newThread(this);
@@ -212,7 +215,7 @@ final class WorkerPool extends AbstractExecutorService {
     @Override
     public void run() {
       CURRENT.set(WorkerPool.this);
-      if (!virtual) tid = OsThreads.currentTid();
+      if (!virtual) stat = OsThreads.self();
       try {
         for (;;) {
           Queued task = queue.poll();
@@ -233,6 +236,8 @@ final class WorkerPool extends AbstractExecutorService {
         }
       } finally {
         workers.remove(this);
+        OsThreads.Stat st = stat;
+        if (st != null) st.close();
         threads.decrementAndGet();
         // a task queued while this thread was leaving found no idle thread and, at max, could
         // not start one: it is this thread's to hand on
@@ -317,7 +322,11 @@ final class WorkerPool extends AbstractExecutorService {
       }
       Queued head = queue.peek();
       nextTick = quiet && head == null ? QUIET_TICKS * stallNanos : stallNanos;
-      if (head != null && now - head.queuedAt() >= stallNanos) {
+      // (At max with none idle no thread can be woken, so the running ones are not looked at:
+      // asking the OS costs about 15 us a thread, and 50 workers asleep in handlers behind a
+      // late queue took 19% of a core in this loop.)
+      if (head != null && now - head.queuedAt() >= stallNanos
+          && (threads.get() < max || !idle.isEmpty())) {
         // Requests are late. Threads help only if some of the running ones are stuck in a task
         // (blocked): keep `target` threads that are not, at most one per waiting task. (When
         // none is stuck the cores are simply busy, and more threads would only take turns.)
@@ -366,7 +375,7 @@ final class WorkerPool extends AbstractExecutorService {
    * take turns with it for milliseconds at a time) looks just as late, and counting it as stuck
    * woke a thread per tick under load: 5 s of the bench's JSON load on one core (handlers that
    * never block) grew the pool to 27 threads taking turns on it ({@code jcmd Thread.print}).
-   * For a platform thread on Linux the OS's own run state decides ({@link OsThreads#running}):
+   * For a platform thread on Linux the OS's own run state decides ({@link OsThreads.Stat}):
    * running or runnable is not blocked, asleep in the kernel (parked, sleeping, waiting for a
    * lock, or in a socket read) is. Not Java's {@link Thread#getState}: a thread woken from a
    * park or a lock keeps its WAITING or BLOCKED state until it gets a core and runs, so on
@@ -379,8 +388,8 @@ final class WorkerPool extends AbstractExecutorService {
    */
   private boolean blocked(Worker w) {
     if (virtual) return w.thread.getState() != Thread.State.RUNNABLE;
-    int tid = w.tid;
-    return tid < 0 || !OsThreads.running(tid);
+    OsThreads.Stat st = w.stat;
+    return st == null || !st.running();
   }
 
   @Override
