@@ -431,3 +431,48 @@
     (is (= #{Thread$State/TIMED_WAITING} idle-states) "idle platform workers wait on their keep-alive")
     (is (= 0 left) "every thread ended once idle for the keep-alive")
     (is (= :ran after) "the pool starts a thread again for new work")))
+
+(defn- os-stat-fns
+  "donkey.kernel.OsThreads (package-private, reached by reflection): returns [self running?
+  close] as functions, `self` to be called on the thread it describes."
+  []
+  (let [os (Class/forName "donkey.kernel.OsThreads")
+        stat (Class/forName "donkey.kernel.OsThreads$Stat")
+        self (doto (.getDeclaredMethod os "self" (make-array Class 0)) (.setAccessible true))
+        running (doto (.getDeclaredMethod stat "running" (make-array Class 0)) (.setAccessible true))
+        close (doto (.getDeclaredMethod stat "close" (make-array Class 0)) (.setAccessible true))]
+    [#(.invoke self nil (object-array 0))
+     #(boolean (.invoke running % (object-array 0)))
+     #(.invoke close % (object-array 0))]))
+
+(deftest the-os-says-whether-a-worker-is-blocked
+  ;; The pool's monitor keeps each platform worker's /proc stat open and reads it again at
+  ;; every look: the same handle must show the thread's state now, not when it was opened.
+  (let [[self running? close] (os-stat-fns)]
+    (if-not (.exists (java.io.File. "/proc/thread-self"))
+      (is (nil? (self)) "no /proc: nothing is known")
+      (let [handle (promise)
+            go (CountDownLatch. 1)
+            done (java.util.concurrent.atomic.AtomicBoolean.)
+            t (doto (Thread. (fn []
+                               (deliver handle (self))
+                               (.await go)                       ; blocked
+                               (while (not (.get done)))))       ; then busy
+                (.setDaemon true)
+                (.start))
+            h (deref handle 5000 nil)]
+        (try
+          (is (some? h) "a handle for a platform thread on Linux")
+          (while (not= Thread$State/WAITING (.getState t)) (Thread/sleep 5))
+          (Thread/sleep 50)
+          (is (not (running? h)) "a thread waiting on a latch is not running")
+          (.countDown go)
+          (let [deadline (+ (System/currentTimeMillis) 2000)]
+            (while (and (not (running? h)) (< (System/currentTimeMillis) deadline))
+              (Thread/sleep 5)))
+          (is (running? h) "the same handle, read again, sees it running once released")
+          (finally
+            (.set done true)
+            (.join t 2000)))
+        (close h)
+        (is (not (running? h)) "a closed handle says nothing runs")))))
