@@ -32,14 +32,21 @@
 # before the next; the run lasts until just past the 2^(k+1)-th request. (Until 2026-11-24
 # the window was a fixed last 15 s, which held one or two of these pauses.)
 #
+# Each server is run LAT_RUNS times, interleaved (A B C A B C ...), a fresh JVM each time, as
+# the throughput bench does: a single run's p99 depends on the JVM start and the second of the
+# shared host it lands on (the same code gave p99 ratios to raw Vert.x from 0.62x to 2.99x in
+# one-run-per-server runs on 2026-11-24).
+#
 # Prints one table: server, target and achieved rate, p50/p99/p99.9/max latency of the
-# measured window, the slowest request of the first second ("open"), errors.
+# measured window and the slowest request of the first second ("open"), each the median over
+# the runs, errors summed over them, and each run's p99; then each server's p99 against raw
+# Vert.x's (ratio of the medians, and run by run).
 # Exits non-zero when any request failed or a server misbehaved.
 #
 # Environment (defaults in brackets; see run.sh for the shared ones):
 #   RATE [half the peak]  RATE_FRACTION [0.5]  LAT_DURATION [8] s (the least measured)
 #   LAT_WARMUP [5] s  LAT_SETTLE [5] s (the least not measured)  LAT_CONNECTIONS [64]
-#   LAT_VARIANTS ["raw-vertx donkey-sync jetty"]  OHA_VERSION [1.16.0]
+#   LAT_RUNS [3]  LAT_VARIANTS ["raw-vertx donkey-sync jetty"]  OHA_VERSION [1.16.0]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -47,6 +54,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 LAT_DURATION="${LAT_DURATION:-8}"
 LAT_WARMUP="${LAT_WARMUP:-5}"
 LAT_CONNECTIONS="${LAT_CONNECTIONS:-64}"
+LAT_RUNS="${LAT_RUNS:-3}"
 LAT_SETTLE="${LAT_SETTLE:-5}"
 LAT_VARIANTS="${LAT_VARIANTS:-raw-vertx donkey-sync jetty}"
 RATE_FRACTION="${RATE_FRACTION:-0.5}"
@@ -54,6 +62,7 @@ OHA_VERSION="${OHA_VERSION:-1.16.0}"
 check_int LAT_DURATION 120
 check_int LAT_WARMUP 60
 check_int LAT_CONNECTIONS 10000
+check_int LAT_RUNS 20
 [[ "$LAT_SETTLE" =~ ^[0-9]+$ ]] && [ "$LAT_SETTLE" -le 60 ] || die "LAT_SETTLE must be an integer in 0..60"
 
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
@@ -136,27 +145,35 @@ attack() {
   sed -n '/^{/,/^}/p' "$2.out" >"$2"
 }
 
+active=()
 for v in $LAT_VARIANTS; do
-  if ! available "$v"; then log "skipping $v: $(java_of "$v") not found"; continue; fi
-  slog="$LOGS/server-$v.log"
-  log "$v"
-  if ! start_server "$v" "$slog"; then log "$v failed to start; log: $slog"; failed=1; continue; fi
-  check_endpoints "$v" "$LOGS" json || { log "$v answers wrongly; log: $slog"; failed=1; }
-  # warm-up at full throttle (wrk, closed loop), the quickest way to a JIT-compiled steady state
-  werr="$(errors_of "$(wrk_run "$LAT_WARMUP" json "$LOGS/wrk-$v-warmup.txt")")"
-  printf '%s\t%s\n' "$v" "$werr" >>"$LOGS/warmup-errors.tsv"
-  # then run_secs at the fixed rate on one set of connections; only the window is counted
-  attack "$run_secs" "$LOGS/$v.json" "$LOGS/$v.db" \
-    || { log "$v: oha failed"; failed=1; }
-  check_reflection "$v" "$slog" || failed=1
-  stop_server
+  if available "$v"; then active+=("$v"); else log "skipping $v: $(java_of "$v") not found"; fi
+done
+[ ${#active[@]} -gt 0 ] || die "no variant to run"
+for round in $(seq 1 "$LAT_RUNS"); do
+  for v in "${active[@]}"; do
+    run="$v-r$round"
+    slog="$LOGS/server-$run.log"
+    log "round $round/$LAT_RUNS: $v"
+    if ! start_server "$v" "$slog"; then log "$v failed to start; log: $slog"; failed=1; continue; fi
+    check_endpoints "$v" "$LOGS" json || { log "$v answers wrongly; log: $slog"; failed=1; }
+    # warm-up at full throttle (wrk, closed loop), the quickest way to a JIT-compiled steady state
+    werr="$(errors_of "$(wrk_run "$LAT_WARMUP" json "$LOGS/wrk-$run-warmup.txt")")"
+    printf '%s\t%s\n' "$run" "$werr" >>"$LOGS/warmup-errors.tsv"
+    # then run_secs at the fixed rate on one set of connections; only the window is counted
+    attack "$run_secs" "$LOGS/$run.json" "$LOGS/$run.db" \
+      || { log "$v: oha failed"; failed=1; }
+    check_reflection "$v" "$slog" || failed=1
+    stop_server
+  done
 done
 
 # -------------------------------------------------------------------------------- table
-python3 - "$LOGS" "$rate" "$LAT_VARIANTS" "$win_start" "$win_end" <<'EOF' | tee "$LOGS/table.md" || failed=1
-import json, math, os, sqlite3, sys
+python3 - "$LOGS" "$rate" "${active[*]}" "$win_start" "$win_end" "$LAT_RUNS" <<'EOF' | tee "$LOGS/table.md" || failed=1
+import json, math, os, sqlite3, statistics, sys
 logs, rate, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 win_start, win_end = float(sys.argv[4]), float(sys.argv[5])
+runs = int(sys.argv[6])
 duration = win_end - win_start
 
 def summary(path):
@@ -190,35 +207,19 @@ if os.path.exists(os.path.join(logs, "warmup-errors.tsv")):
 def ms(s):
     return "-" if s is None else f"{s * 1e3:.2f} ms"
 
-print("| server | target req/s | achieved req/s | p50 | p99 | p99.9 | max | open | errors |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-failed, short = False, False
-for v in variants:
+def one_run(run):
+    """The figures of one oha run, or None when it did not run; also writes its timeline."""
     try:
-        bad = summary(os.path.join(logs, v + ".json"))
-        reqs = requests(os.path.join(logs, v + ".db"))
-        wbad = max(0, warmup_errors.get(v, 0)) if warmup_errors.get(v, 0) >= 0 else 1
+        bad = summary(os.path.join(logs, run + ".json"))
+        reqs = requests(os.path.join(logs, run + ".db"))
     except (OSError, ValueError, sqlite3.Error):
-        print(f"| {v} | {rate:,} | - | - | - | - | - | - | not run |")
-        failed = True
-        continue
+        return None
+    werr = warmup_errors.get(run, 0)
+    wbad = werr if werr >= 0 else 1
     measured = sorted(lat for due, lat in reqs if win_start <= due < win_end)
     opening = [lat for due, lat in reqs if due < 1.0]
-    if not measured:
-        print(f"| {v} | {rate:,} | 0 | - | - | - | - | - | no requests measured |")
-        failed = True
-        continue
-    achieved = len(measured) / duration
-    flag = ""
-    if achieved < 0.98 * rate:
-        flag, short = " (!)", True
-    errors = bad + wbad
-    failed |= errors > 0
-    print(f"| {v} | {rate:,} | {achieved:,.0f}{flag} | {ms(pct(measured, 0.5))} | "
-          f"{ms(pct(measured, 0.99))} | {ms(pct(measured, 0.999))} | {ms(measured[-1])} | "
-          f"{ms(max(opening) if opening else None)} | {errors} |")
     # keep a small per-100 ms profile of the run instead of the SQLite file (~50 MB)
-    with open(os.path.join(logs, v + "-timeline.tsv"), "w") as out:
+    with open(os.path.join(logs, run + "-timeline.tsv"), "w") as out:
         out.write("second\trequests\tp50_ms\tmax_ms\n")
         buckets = {}
         for due, lat in reqs:
@@ -226,7 +227,52 @@ for v in variants:
         for k in sorted(buckets):
             b = sorted(buckets[k])
             out.write(f"{k / 10:.1f}\t{len(b)}\t{b[len(b) // 2] * 1e3:.2f}\t{b[-1] * 1e3:.2f}\n")
-    os.remove(os.path.join(logs, v + ".db"))
+    os.remove(os.path.join(logs, run + ".db"))
+    if not measured:
+        return {"errors": bad + wbad, "achieved": 0}
+    return {"errors": bad + wbad, "achieved": len(measured) / duration,
+            "p50": pct(measured, 0.5), "p99": pct(measured, 0.99), "p999": pct(measured, 0.999),
+            "max": measured[-1], "open": max(opening) if opening else None}
+
+def med(values):
+    values = [x for x in values if x is not None]
+    return statistics.median(values) if values else None
+
+print("| server | target req/s | achieved req/s | p50 | p99 | p99.9 | max | open | errors | p99 by run |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+failed, short = False, False
+p99s = {}
+for v in variants:
+    rs = [one_run(f"{v}-r{r}") for r in range(1, runs + 1)]
+    done = [r for r in rs if r is not None and r["achieved"] > 0]
+    failed |= len(done) < runs
+    errors = sum(r["errors"] for r in rs if r is not None)
+    failed |= errors > 0
+    if not done:
+        print(f"| {v} | {rate:,} | - | - | - | - | - | - | {errors} | not run or nothing measured |")
+        continue
+    achieved = med([r["achieved"] for r in done])
+    flag = ""
+    if any(r["achieved"] < 0.98 * rate for r in done):
+        flag, short = " (!)", True
+    p99s[v] = [r["p99"] if r is not None and r["achieved"] > 0 else None for r in rs]
+    by_run = ", ".join("-" if x is None else f"{x * 1e3:.2f}" for x in p99s[v])
+    print(f"| {v} | {rate:,} | {achieved:,.0f}{flag} | {ms(med(r['p50'] for r in done))} | "
+          f"{ms(med(r['p99'] for r in done))} | {ms(med(r['p999'] for r in done))} | "
+          f"{ms(med(r['max'] for r in done))} | {ms(med(r['open'] for r in done))} | {errors} | "
+          f"{by_run} ms |")
+if "raw-vertx" in p99s:
+    base = p99s["raw-vertx"]
+    print()
+    for v in variants:
+        if v == "raw-vertx" or v not in p99s:
+            continue
+        pairs = [(a, b) for a, b in zip(p99s[v], base) if a is not None and b is not None]
+        if not pairs:
+            continue
+        ratio = med(a for a, _ in pairs) / med(b for _, b in pairs)
+        rounds = ", ".join(f"{a / b:.2f}" for a, b in pairs)
+        print(f"{v} p99 / raw-vertx p99: {ratio:.2f} (ratio of the medians); run by run {rounds}")
 if short:
     print()
     print("(!) under 98% of the target: the rate was not held (the server, or the generator, could not keep up);")
@@ -236,8 +282,8 @@ EOF
 {
   echo "GET /json at a fixed $rate req/s ($rate_from);"
   echo "oha $OHA_VERSION -q --latency-correction, $LAT_CONNECTIONS connections, on CPU $LOAD_CPU (open loop: latency counted from when each request was due);"
-  echo "fresh JVM on CPU $SERVER_CPU per server: ${LAT_WARMUP}s wrk warm-up ($CONNECTIONS connections, full throttle), then one oha run"
-  echo "of ${run_secs}s on one set of connections: percentiles over the requests due ${win_start}..${win_end}s into it"
+  echo "$LAT_RUNS runs per server, interleaved, each a fresh JVM on CPU $SERVER_CPU: ${LAT_WARMUP}s wrk warm-up ($CONNECTIONS connections, full throttle), then one oha run"
+  echo "of ${run_secs}s on one set of connections: percentiles over the requests due ${win_start}..${win_end}s into it, medians over the runs"
   echo "(between oha's own pauses at its 2^k-th and 2^(k+1)-th request: see bench/latency.sh);"
   echo "open = the slowest request due in the first second after oha's connections opened (not in the percentiles);"
   echo "errors = non-2xx + transport errors, warm-up and the whole oha run included"
