@@ -145,11 +145,9 @@ attack() {
   sed -n '/^{/,/^}/p' "$2.out" >"$2"
 }
 
-active=()
-for v in $LAT_VARIANTS; do
-  if available "$v"; then active+=("$v"); else log "skipping $v: $(java_of "$v") not found"; fi
-done
-[ ${#active[@]} -gt 0 ] || die "no variant to run"
+# shellcheck disable=SC2086  # a list of names
+select_variants $LAT_VARIANTS
+active=("${ACTIVE[@]}")
 for round in $(seq 1 "$LAT_RUNS"); do
   for v in "${active[@]}"; do
     run="$v-r$round"

@@ -104,6 +104,15 @@ available() {  # available VARIANT: known, and its JVM is installed
   command -v "$java" >/dev/null 2>&1
 }
 
+select_variants() {  # select_variants VARIANT...: ACTIVE=(those whose JVM is installed); dies if none
+  ACTIVE=()
+  local v
+  for v in "$@"; do
+    if available "$v"; then ACTIVE+=("$v"); else log "skipping $v: $(java_of "$v") not found"; fi
+  done
+  [ ${#ACTIVE[@]} -gt 0 ] || die "no variant to run"
+}
+
 port_busy() { ss -ltnH "sport = :$PORT" 2>/dev/null | grep -q .; }
 
 # start_server VARIANT LOGFILE [JVM opts...]: starts the server pinned to SERVER_CPU and waits

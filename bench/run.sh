@@ -42,11 +42,9 @@ ensure_built
 resolve_json_mode "$LOGS"
 echo "$JSON_MODE_RESOLVED" >"$RESULTS/json-mode"
 
-active=()
-for v in $VARIANTS; do
-  if available "$v"; then active+=("$v"); else log "skipping $v: $(java_of "$v") not found"; fi
-done
-[ ${#active[@]} -gt 0 ] || die "no variant to run"
+# shellcheck disable=SC2086  # a list of names
+select_variants $VARIANTS
+active=("${ACTIVE[@]}")
 
 failed=0
 printf 'round\tvariant\ttest\trps\tp99_us\terrors\twarmup_errors\tloadavg\n' >"$RUNS_TSV"

@@ -286,52 +286,55 @@
           (finally (.countDown release)))
         (doseq [^Future f bs] (.get f 20 TimeUnit/SECONDS))))))
 
+(defn- spin
+  "Keeps the calling thread busy on its core for `micros` microseconds."
+  [micros]
+  (let [end (+ (System/nanoTime) (* 1000 micros))]
+    (while (< (System/nanoTime) end))))
+
+(defn- workers-serving
+  "Runs `work` as the handler of a server with 50 workers while 16 clients send 10 GETs of
+  `path` each; returns {:done? (every client finished) :workers (how many distinct threads ran
+  the handler)}."
+  [work path]
+  (let [served-by (java.util.concurrent.ConcurrentHashMap.)
+        handler (fn [_]
+                  (work)
+                  (.put served-by (.getName (Thread/currentThread)) true)
+                  {:status 200 :body "busy"})]
+    (with-server handler {:worker-threads 50}
+      (let [pool (Executors/newFixedThreadPool 16)
+            fs (mapv (fn [_] (submit pool (bound-fn [] (dotimes [_ 10] (GET path)) :done)))
+                     (range 16))]
+        (.shutdown pool)
+        {:done? (every? #(= :done (.get ^Future % 60 TimeUnit/SECONDS)) fs)
+         :workers (count served-by)}))))
+
 ;; Workers busy on the cores are not stuck: a thread that is only waiting for a core (the
 ;; cores are saturated) looks as late as a blocked one, but another thread would just take turns
 ;; with it. The pool grew to 27 threads on one core under the bench's JSON load before the
 ;; monitor asked the OS whether a late worker was running.
 (deftest the-pool-does-not-grow-for-handlers-busy-on-the-cores
   (let [cores (.availableProcessors (Runtime/getRuntime))
-        served-by (java.util.concurrent.ConcurrentHashMap.)
-        spin (fn [micros] (let [end (+ (System/nanoTime) (* 1000 micros))]
-                            (while (< (System/nanoTime) end))))
-        handler (fn [_]
-                  (spin 3000)
-                  (.put served-by (.getName (Thread/currentThread)) true)
-                  {:status 200 :body "busy"})]
-    (with-server handler {:worker-threads 50}
-      (let [pool (Executors/newFixedThreadPool 16)
-            fs (mapv (fn [_] (submit pool (bound-fn [] (dotimes [_ 10] (GET "/busy")) :done)))
-                     (range 16))]
-        (.shutdown pool)
-        (is (every? #(= :done (.get ^Future % 60 TimeUnit/SECONDS)) fs))
-        (is (<= (count served-by) (+ cores 2))
-            (str "160 requests each busy for 3 ms on " cores " core(s) were served by "
-                 (count served-by) " workers"))))))
+        {:keys [done? workers]} (workers-serving #(spin 3000) "/busy")]
+    (is done?)
+    (is (<= workers (+ cores 2))
+        (str "160 requests each busy for 3 ms on " cores " core(s) were served by "
+             workers " workers"))))
 
 ;; A thread that blocks for less than the pool's 1 ms tick is caught blocked by at most one
 ;; look; counting it on that one look would wake a thread per catch (the pool's monitor looks
 ;; every 1 ms while requests wait, each handler here sleeps once for 0.3 ms).
 (deftest the-pool-does-not-grow-for-handlers-that-block-only-briefly
   (let [cores (.availableProcessors (Runtime/getRuntime))
-        served-by (java.util.concurrent.ConcurrentHashMap.)
-        spin (fn [micros] (let [end (+ (System/nanoTime) (* 1000 micros))]
-                            (while (< (System/nanoTime) end))))
-        handler (fn [_]
-                  (spin 1500)
-                  (LockSupport/parkNanos 300000)
-                  (spin 1500)
-                  (.put served-by (.getName (Thread/currentThread)) true)
-                  {:status 200 :body "busy"})]
-    (with-server handler {:worker-threads 50}
-      (let [pool (Executors/newFixedThreadPool 16)
-            fs (mapv (fn [_] (submit pool (bound-fn [] (dotimes [_ 10] (GET "/brief")) :done)))
-                     (range 16))]
-        (.shutdown pool)
-        (is (every? #(= :done (.get ^Future % 60 TimeUnit/SECONDS)) fs))
-        (is (<= (count served-by) (+ cores 2))
-            (str "160 requests each busy for 3 ms and asleep for 0.3 ms on " cores
-                 " core(s) were served by " (count served-by) " workers"))))))
+        {:keys [done? workers]} (workers-serving #(do (spin 1500)
+                                                      (LockSupport/parkNanos 300000)
+                                                      (spin 1500))
+                                                 "/brief")]
+    (is done?)
+    (is (<= workers (+ cores 2))
+        (str "160 requests each busy for 3 ms and asleep for 0.3 ms on " cores
+             " core(s) were served by " workers " workers"))))
 
 (deftest an-interrupt-does-not-leak-into-the-next-request
   ;; e.g. a timeout helper that interrupts the handler's thread just after it returned

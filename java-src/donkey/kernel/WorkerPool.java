@@ -203,8 +203,8 @@ final class WorkerPool extends AbstractExecutorService {
      */
     long blockedIn;
     /**
-     * What the OS says of a platform worker on Linux (set when it starts, closed when it
-     * ends), else null. Read by the monitor thread only.
+     * What the OS says of a platform worker on Linux, else null: opened and closed by the
+     * worker itself (when it starts and ends), read by the monitor thread.
      */
     volatile OsThreads.Stat stat;
 
