@@ -6,14 +6,18 @@
 #
 # The fixed-rate load is one oha run on one set of connections. oha records every request
 # (its --db-url SQLite file), and the percentiles are computed here over a window of the
-# steady state that lies between two of oha's own pauses (below). The
-# switch from wrk's warm-up connections to oha's stalls every server (wrk's 256 connections
-# close, oha's 64 open, and the JIT recompiles the paths that only opening and closing
-# connections take: 0.4-0.6 s for raw Vert.x and donkey alike here, the backlog gone within
-# 3 s); the slowest request due in oha's first second is reported on its own, in the "open"
-# column, not hidden. (Until 2026-11-24 the settle period was a separate oha run, so the
-# measured run opened new connections again, and its p99 was mostly that one stall, 20 to
-# 130 ms, for every server.)
+# steady state that lies between two of oha's own pauses (below). Before it, after the wrk
+# warm-up, an oha run of LAT_PRIME seconds at the same rate on connections of its own primes
+# the server, uncounted: a full-throttle warm-up leaves the paths of a paced load (a loop
+# that parks between requests, a worker hand-off that carries one request, connections
+# opening and closing) to the JIT, which then compiled them inside the measured run. Without
+# it the switch from wrk's connections to oha's stalled every server for 0.3-0.8 s (its
+# backlog up to 1.8 s, draining for up to 10 s, into the window), and late compilations
+# showed as one-second ramps in the window; with 6 s of priming the measured run's opening
+# stall was 5-15 ms for raw Vert.x and 30-120 ms for donkey-sync (2026-11-25, three runs
+# each). The slowest request due in the measured run's first second is reported on its own,
+# in the "open" column, not hidden. (Until 2026-11-24 the measured window was the whole of a
+# second oha run, whose opening stall, 20 to 130 ms, was most of its p99 for every server.)
 #
 # The load generator is oha (crates.io) with -q and --latency-correction: requests leave on a
 # fixed schedule and each latency counts from the moment its request was due, so a stall shows
@@ -46,7 +50,7 @@
 # Environment (defaults in brackets; see run.sh for the shared ones):
 #   RATE [half the peak]  RATE_FRACTION [0.5]  LAT_DURATION [8] s (the least measured)
 #   LAT_WARMUP [5] s  LAT_SETTLE [5] s (the least not measured)  LAT_CONNECTIONS [64]
-#   LAT_RUNS [3]  LAT_VARIANTS ["raw-vertx donkey-sync jetty"]  OHA_VERSION [1.16.0]
+#   LAT_PRIME [6] s (0: none)  LAT_RUNS [3]  LAT_VARIANTS ["raw-vertx donkey-sync jetty"]  OHA_VERSION [1.16.0]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -56,6 +60,7 @@ LAT_WARMUP="${LAT_WARMUP:-5}"
 LAT_CONNECTIONS="${LAT_CONNECTIONS:-64}"
 LAT_RUNS="${LAT_RUNS:-3}"
 LAT_SETTLE="${LAT_SETTLE:-5}"
+LAT_PRIME="${LAT_PRIME:-6}"
 LAT_VARIANTS="${LAT_VARIANTS:-raw-vertx donkey-sync jetty}"
 RATE_FRACTION="${RATE_FRACTION:-0.5}"
 OHA_VERSION="${OHA_VERSION:-1.16.0}"
@@ -63,6 +68,7 @@ check_int LAT_DURATION 120
 check_int LAT_WARMUP 60
 check_int LAT_CONNECTIONS 10000
 check_int LAT_RUNS 20
+[[ "$LAT_PRIME" =~ ^[0-9]+$ ]] && [ "$LAT_PRIME" -le 60 ] || die "LAT_PRIME must be an integer in 0..60"
 [[ "$LAT_SETTLE" =~ ^[0-9]+$ ]] && [ "$LAT_SETTLE" -le 60 ] || die "LAT_SETTLE must be an integer in 0..60"
 
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
@@ -129,7 +135,7 @@ rate, settle, duration = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[
 k = math.ceil(math.log2(max(settle, duration + 0.4) * rate))
 t1, t2 = 2 ** k / rate, 2 ** (k + 1) / rate
 print(f"{t1 + 0.3:.3f} {t2 - 0.1:.3f} {math.ceil(t2 + 0.5)}")' "$rate" "$LAT_SETTLE" "$LAT_DURATION")
-log "fixed rate: $rate req/s ($rate_from); ${LAT_WARMUP}s warm-up, then ${run_secs}s of which ${win_start}..${win_end}s are measured"
+log "fixed rate: $rate req/s ($rate_from); ${LAT_WARMUP}s warm-up, ${LAT_PRIME}s priming, then ${run_secs}s of which ${win_start}..${win_end}s are measured"
 
 # ------------------------------------------------------------------------------ attacks
 # attack SECONDS OUTFILE: oha on LOAD_CPU at the fixed rate against /json; its JSON summary.
@@ -145,6 +151,22 @@ attack() {
   sed -n '/^{/,/^}/p' "$2.out" >"$2"
 }
 
+# prime_errors SUMMARY.json RUN: "RUN<TAB>N", N the failed requests of an oha run (-1 when its
+# summary is missing or unreadable), for warmup-errors.tsv
+prime_errors() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    codes = d.get("statusCodeDistribution") or {}
+    n = sum(v for c, v in codes.items() if not 200 <= int(c) < 300)
+    n += sum((d.get("errorDistribution") or {}).values())
+except (OSError, ValueError):
+    n = -1
+print(f"{sys.argv[2]}\t{n}")
+PY
+}
+
 # shellcheck disable=SC2086  # a list of names
 select_variants $LAT_VARIANTS
 active=("${ACTIVE[@]}")
@@ -158,6 +180,14 @@ for round in $(seq 1 "$LAT_RUNS"); do
     # warm-up at full throttle (wrk, closed loop), the quickest way to a JIT-compiled steady state
     werr="$(errors_of "$(wrk_run "$LAT_WARMUP" json "$LOGS/wrk-$run-warmup.txt")")"
     printf '%s\t%s\n' "$run" "$werr" >>"$LOGS/warmup-errors.tsv"
+    # then the fixed rate on connections of its own, not counted: the paths a paced load takes
+    # and a full-throttle one does not get compiled here rather than in the measured run
+    if [ "$LAT_PRIME" -gt 0 ]; then
+      attack "$LAT_PRIME" "$LOGS/$run-prime.json" "$LOGS/$run-prime.db" \
+        || { log "$v: oha failed (priming)"; failed=1; }
+      prime_errors "$LOGS/$run-prime.json" "$run" >>"$LOGS/warmup-errors.tsv"
+      rm -f "$LOGS/$run-prime.db"
+    fi
     # then run_secs at the fixed rate on one set of connections; only the window is counted
     attack "$run_secs" "$LOGS/$run.json" "$LOGS/$run.db" \
       || { log "$v: oha failed"; failed=1; }
@@ -200,7 +230,8 @@ warmup_errors = {}
 if os.path.exists(os.path.join(logs, "warmup-errors.tsv")):
     for line in open(os.path.join(logs, "warmup-errors.tsv")):
         name, n = line.split()
-        warmup_errors[name] = int(n)
+        # a failed or unreadable warm-up (-1) counts as one error
+        warmup_errors[name] = warmup_errors.get(name, 0) + (int(n) if int(n) >= 0 else 1)
 
 def ms(s):
     return "-" if s is None else f"{s * 1e3:.2f} ms"
@@ -212,8 +243,7 @@ def one_run(run):
         reqs = requests(os.path.join(logs, run + ".db"))
     except (OSError, ValueError, sqlite3.Error):
         return None
-    werr = warmup_errors.get(run, 0)
-    wbad = werr if werr >= 0 else 1
+    wbad = warmup_errors.get(run, 0)
     measured = sorted(lat for due, lat in reqs if win_start <= due < win_end)
     opening = [lat for due, lat in reqs if due < 1.0]
     # keep a small per-100 ms profile of the run instead of the SQLite file (~50 MB)
@@ -280,7 +310,8 @@ EOF
 {
   echo "GET /json at a fixed $rate req/s ($rate_from);"
   echo "oha $OHA_VERSION -q --latency-correction, $LAT_CONNECTIONS connections, on CPU $LOAD_CPU (open loop: latency counted from when each request was due);"
-  echo "$LAT_RUNS runs per server, interleaved, each a fresh JVM on CPU $SERVER_CPU: ${LAT_WARMUP}s wrk warm-up ($CONNECTIONS connections, full throttle), then one oha run"
+  echo "$LAT_RUNS runs per server, interleaved, each a fresh JVM on CPU $SERVER_CPU: ${LAT_WARMUP}s wrk warm-up ($CONNECTIONS connections, full throttle),"
+  echo "${LAT_PRIME}s of oha at the rate on its own connections (priming, not counted), then one measured oha run"
   echo "of ${run_secs}s on one set of connections: percentiles over the requests due ${win_start}..${win_end}s into it, medians over the runs"
   echo "(between oha's own pauses at its 2^k-th and 2^(k+1)-th request: see bench/latency.sh);"
   echo "open = the slowest request due in the first second after oha's connections opened (not in the percentiles);"
