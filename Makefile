@@ -16,9 +16,9 @@ run: deps
 	java -Dfile.encoding=UTF-8 -cp "$$(bash .ci/classpath)" clojure.main -m donkey.example
 
 # TechEmpower-style bench (bench/run.sh, then bench/latency.sh): one table of req/s and ratios
-# to raw Vert.x, then fixed-rate latencies (LAT_RUNS interleaved runs per server). About 20
-# minutes; RUNS=1 DURATION=2 WARMUP=1 LAT_RUNS=1 for a smoke run. Fails when any request
-# failed.
+# to raw Vert.x, then fixed-rate latencies (LAT_RUNS interleaved runs per server). About 25
+# minutes; RUNS=1 DURATION=2 WARMUP=1 LAT_RUNS=1 LAT_PRIME=1 for a smoke run. Fails when any
+# request failed.
 bench: deps
 	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; exit $$rc
 
