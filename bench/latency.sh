@@ -34,9 +34,12 @@
 # the same count, whatever the rate: 13.1 s at 40,000 req/s, 10.4 s at 50,308, 8.5 and 17.0 s
 # at 61,654 (2^19/rate, 2^20/rate). The window is therefore the requests from the 2^k-th to
 # the 2^(k+1)-th, for the smallest k whose 2^k-th request is due at least
-# max(LAT_SETTLE, LAT_DURATION + 0.4) s into the run, less 0.3 s after the pause and 0.1 s
-# before the next; the run lasts until just past the 2^(k+1)-th request. (Until 2026-11-24
-# the window was a fixed last 15 s, which held one or two of these pauses.)
+# max(LAT_SETTLE, LAT_DURATION + 0.9) s into the run, less 0.8 s after the pause (the backlog
+# a 120 ms pause leaves drains in about 0.6 s on a server with a sixth of its core to spare)
+# and 0.1 s before the next; the run lasts until just past the 2^(k+1)-th request. (Until
+# 2026-11-24 the window was a fixed last 15 s, which held one or two of these pauses; until
+# 2026-11-25 it began 0.3 s after the pause, and one raw Vert.x run's p99, 50.9 ms, was the
+# backlog of the pause still draining at 9.5-9.7 s, 90 ms deep.)
 #
 # Each server is run LAT_RUNS times, interleaved (A B C A B C ...), a fresh JVM each time, as
 # the throughput bench does: a single run's p99 depends on the JVM start and the second of the
@@ -134,9 +137,9 @@ fi
 read -r win_start win_end run_secs < <(python3 -c '
 import math, sys
 rate, settle, duration = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-k = math.ceil(math.log2(max(settle, duration + 0.4) * rate))
+k = math.ceil(math.log2(max(settle, duration + 0.9) * rate))
 t1, t2 = 2 ** k / rate, 2 ** (k + 1) / rate
-print(f"{t1 + 0.3:.3f} {t2 - 0.1:.3f} {math.ceil(t2 + 0.5)}")' "$rate" "$LAT_SETTLE" "$LAT_DURATION")
+print(f"{t1 + 0.8:.3f} {t2 - 0.1:.3f} {math.ceil(t2 + 0.5)}")' "$rate" "$LAT_SETTLE" "$LAT_DURATION")
 log "fixed rate: $rate req/s ($rate_from); ${LAT_WARMUP}s warm-up, ${LAT_PRIME}s priming, then ${run_secs}s of which ${win_start}..${win_end}s are measured"
 
 # ------------------------------------------------------------------------------ attacks
