@@ -16,8 +16,8 @@
 # it the switch from wrk's connections to oha's stalled every server for 0.3-0.8 s (its
 # backlog up to 1.8 s, draining for up to 10 s, into the window), and late compilations
 # showed as one-second ramps in the window; with 6 s of priming the measured run's opening
-# stall was 5-15 ms for raw Vert.x and 30-120 ms for donkey-sync (2026-11-25, three runs
-# each). The slowest request due in the measured run's first second is reported on its own,
+# stall was 17-98 ms for raw Vert.x, 20-142 ms for donkey-nb and 23-297 ms for donkey-sync
+# (2026-11-25, 36 runs). The slowest request due in the measured run's first second is reported on its own,
 # in the "open" column, not hidden. (Until 2026-11-24 the measured window was the whole of a
 # second oha run, whose opening stall, 20 to 130 ms, was most of its p99 for every server.)
 #
@@ -156,22 +156,6 @@ attack() {
   sed -n '/^{/,/^}/p' "$2.out" >"$2"
 }
 
-# prime_errors SUMMARY.json RUN: "RUN<TAB>N", N the failed requests of an oha run (-1 when its
-# summary is missing or unreadable), for warmup-errors.tsv
-prime_errors() {
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-    codes = d.get("statusCodeDistribution") or {}
-    n = sum(v for c, v in codes.items() if not 200 <= int(c) < 300)
-    n += sum((d.get("errorDistribution") or {}).values())
-except (OSError, ValueError):
-    n = -1
-print(f"{sys.argv[2]}\t{n}")
-PY
-}
-
 # shellcheck disable=SC2086  # a list of names
 select_variants $LAT_VARIANTS
 active=("${ACTIVE[@]}")
@@ -190,7 +174,6 @@ for round in $(seq 1 "$LAT_RUNS"); do
     if [ "$LAT_PRIME" -gt 0 ]; then
       attack "$LAT_PRIME" "$LOGS/$run-prime.json" "$LOGS/$run-prime.db" \
         || { log "$v: oha failed (priming)"; failed=1; }
-      prime_errors "$LOGS/$run-prime.json" "$run" >>"$LOGS/warmup-errors.tsv"
       rm -f "$LOGS/$run-prime.db"
     fi
     # then run_secs at the fixed rate on one set of connections; only the window is counted
@@ -245,6 +228,8 @@ def one_run(run):
     """The figures of one oha run, or None when it did not run; also writes its timeline."""
     try:
         bad = summary(os.path.join(logs, run + ".json"))
+        if os.path.exists(os.path.join(logs, run + "-prime.json")):
+            bad += summary(os.path.join(logs, run + "-prime.json"))
         reqs = requests(os.path.join(logs, run + ".db"))
     except (OSError, ValueError, sqlite3.Error):
         return None
@@ -320,7 +305,7 @@ EOF
   echo "of ${run_secs}s on one set of connections: percentiles over the requests due ${win_start}..${win_end}s into it, medians over the runs"
   echo "(between oha's own pauses at its 2^k-th and 2^(k+1)-th request: see bench/latency.sh);"
   echo "open = the slowest request due in the first second after oha's connections opened (not in the percentiles);"
-  echo "errors = non-2xx + transport errors, warm-up and the whole oha run included"
+  echo "errors = non-2xx + transport errors, the warm-up, the priming and the whole oha run included"
   echo "donkey JSON: $JSON_MODE_RESOLVED; raw results: $LOGS"
 } | tee -a "$LOGS/table.md"
 cp "$LOGS/table.md" "$RESULTS/latest-latency.md"
