@@ -158,9 +158,8 @@ attack() {
 
 # shellcheck disable=SC2086  # a list of names
 select_variants $LAT_VARIANTS
-active=("${ACTIVE[@]}")
 for round in $(seq 1 "$LAT_RUNS"); do
-  for v in "${active[@]}"; do
+  for v in "${ACTIVE[@]}"; do
     run="$v-r$round"
     slog="$LOGS/server-$run.log"
     log "round $round/$LAT_RUNS: $v"
@@ -185,7 +184,7 @@ for round in $(seq 1 "$LAT_RUNS"); do
 done
 
 # -------------------------------------------------------------------------------- table
-python3 - "$LOGS" "$rate" "${active[*]}" "$win_start" "$win_end" "$LAT_RUNS" <<'EOF' | tee "$LOGS/table.md" || failed=1
+python3 - "$LOGS" "$rate" "${ACTIVE[*]}" "$win_start" "$win_end" "$LAT_RUNS" <<'EOF' | tee "$LOGS/table.md" || failed=1
 import json, math, os, sqlite3, statistics, sys
 logs, rate, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 win_start, win_end = float(sys.argv[4]), float(sys.argv[5])
@@ -219,7 +218,7 @@ if os.path.exists(os.path.join(logs, "warmup-errors.tsv")):
     for line in open(os.path.join(logs, "warmup-errors.tsv")):
         name, n = line.split()
         # a failed or unreadable warm-up (-1) counts as one error
-        warmup_errors[name] = warmup_errors.get(name, 0) + (int(n) if int(n) >= 0 else 1)
+        warmup_errors[name] = int(n) if int(n) >= 0 else 1
 
 def ms(s):
     return "-" if s is None else f"{s * 1e3:.2f} ms"

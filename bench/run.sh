@@ -44,16 +44,15 @@ echo "$JSON_MODE_RESOLVED" >"$RESULTS/json-mode"
 
 # shellcheck disable=SC2086  # a list of names
 select_variants $VARIANTS
-active=("${ACTIVE[@]}")
 
 failed=0
 printf 'round\tvariant\ttest\trps\tp99_us\terrors\twarmup_errors\tloadavg\n' >"$RUNS_TSV"
-total=$(( RUNS * ${#active[@]} ))
+total=$(( RUNS * ${#ACTIVE[@]} ))
 n=0
-log "${RUNS} rounds x (${active[*]}) x ($TESTS): warm-up ${WARMUP}s, measured ${DURATION}s," \
+log "${RUNS} rounds x (${ACTIVE[*]}) x ($TESTS): warm-up ${WARMUP}s, measured ${DURATION}s," \
     "$CONNECTIONS connections, plaintext pipelined $PIPELINE deep"
 for round in $(seq 1 "$RUNS"); do
-  for v in "${active[@]}"; do
+  for v in "${ACTIVE[@]}"; do
     n=$((n + 1))
     slog="$LOGS/server-$v-r$round.log"
     log "[$n/$total] round $round: $v"

@@ -81,40 +81,52 @@
        (is (< median 100) (str "fast requests while the pool was quiet took "
                                (mapv long times) " ms"))))))
 
+(defn- with-silent-peer
+  "Calls `(f read-blocked close-peers)` beside a local server that accepts connections and
+  never writes. `(read-blocked latch)` connects to it, counts `latch` down and blocks reading
+  until the peer closes, then returns a response whose body is \"read -1\";
+  `(close-peers)` closes every connection accepted so far, which ends those reads."
+  [f]
+  (with-open [silent (java.net.ServerSocket. 0 100 (java.net.InetAddress/getLoopbackAddress))]
+    (let [accepted (java.util.concurrent.ConcurrentLinkedQueue.)
+          acceptor (future (try (loop [] (.add accepted (.accept silent)) (recur))
+                                (catch java.io.IOException _ nil)))]
+      (try
+        (f (fn [^CountDownLatch inside]
+             (with-open [s (Socket. "127.0.0.1" (.getLocalPort silent))]
+               (.setSoTimeout s 20000)
+               (.countDown inside)
+               {:status 200 :body (str "read " (.read (.getInputStream s)))}))
+           (fn [] (doseq [^Socket a (repeatedly #(.poll accepted)) :while a] (.close a))))
+        (finally
+          (.close silent)
+          (deref acceptor 2000 nil))))))
+
 (deftest workers-blocked-in-a-socket-read-do-not-hold-up-other-requests
   ;; A thread blocked reading a socket (a database call, say) is RUNNABLE to Java; the pool
   ;; asks the OS (Linux /proc) whether it is running, and must still count it as blocked.
   (let [cores (.availableProcessors (Runtime/getRuntime))
         blocked (+ cores 2)
         inside (CountDownLatch. blocked)]
-    (with-open [silent (java.net.ServerSocket. 0 50 (java.net.InetAddress/getLoopbackAddress))]
-      (let [accepted (java.util.concurrent.ConcurrentLinkedQueue.)
-            acceptor (future (try (loop [] (.add accepted (.accept silent)) (recur))
-                                  (catch java.io.IOException _ nil)))
-            handler (fn [req]
-                      (if (= "/read" (:uri req))
-                        (with-open [s (Socket. "127.0.0.1" (.getLocalPort silent))]
-                          (.setSoTimeout s 10000)
-                          (.countDown inside)
-                          ;; the peer never writes: blocked in read until it closes
-                          {:status 200 :body (str "read " (.read (.getInputStream s)))})
-                        {:status 200 :body "fast"}))]
-        (with-server handler {:worker-threads (+ blocked 4)}
-          (let [fs (in-parallel blocked "/read")]
-            (try
-              (is (.await inside 5 TimeUnit/SECONDS)
-                  (str "all " blocked " socket-blocked requests run at once, with " cores " core(s)"))
-              (let [t0 (System/nanoTime)
-                    r (GET "/fast")
-                    ms (/ (- (System/nanoTime) t0) 1e6)]
-                (is (= "fast" (:body r)))
-                (is (< ms 1000) (str "a fast request behind " blocked " socket-blocked ones took "
-                                     (long ms) " ms")))
-              (finally
-                (doseq [^Socket a accepted] (.close a))))
-            (is (every? #(= "read -1" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))
-        (.close silent)
-        (deref acceptor 2000 nil)))))
+    (with-silent-peer
+      (fn [read-blocked close-peers]
+        (let [handler (fn [req]
+                        (if (= "/read" (:uri req))
+                          (read-blocked inside)
+                          {:status 200 :body "fast"}))]
+          (with-server handler {:worker-threads (+ blocked 4)}
+            (let [fs (in-parallel blocked "/read")]
+              (try
+                (is (.await inside 5 TimeUnit/SECONDS)
+                    (str "all " blocked " socket-blocked requests run at once, with " cores " core(s)"))
+                (let [t0 (System/nanoTime)
+                      r (GET "/fast")
+                      ms (/ (- (System/nanoTime) t0) 1e6)]
+                  (is (= "fast" (:body r)))
+                  (is (< ms 1000) (str "a fast request behind " blocked " socket-blocked ones took "
+                                       (long ms) " ms")))
+                (finally (close-peers)))
+              (is (every? #(= "read -1" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs)))))))))
 
 ;; Every worker blocked in a socket read (a slow database) and requests queued behind them:
 ;; the monitor ticks every 1 ms while they wait, and asking the OS about each worker costs
@@ -129,16 +141,9 @@
                                            :when (and i (= "donkey-worker-monitor"
                                                            (.getThreadName i)))]
                                        (max 0 (.getThreadCpuTime mx id)))))]
-    (with-open [silent (java.net.ServerSocket. 0 100 (java.net.InetAddress/getLoopbackAddress))]
-      (let [accepted (java.util.concurrent.ConcurrentLinkedQueue.)
-            acceptor (future (try (loop [] (.add accepted (.accept silent)) (recur))
-                                  (catch java.io.IOException _ nil)))
-            handler (fn [_]
-                      (with-open [s (Socket. "127.0.0.1" (.getLocalPort silent))]
-                        (.setSoTimeout s 20000)
-                        (.countDown inside)
-                        {:status 200 :body (str "read " (.read (.getInputStream s)))}))]
-        (with-server handler {:worker-threads n}
+    (with-silent-peer
+      (fn [read-blocked close-peers]
+        (with-server (fn [_] (read-blocked inside)) {:worker-threads n}
           (let [fs (in-parallel (* 2 n) "/read")]
             (try
               (is (.await inside 5 TimeUnit/SECONDS) (str "all " n " workers blocked in a read"))
@@ -154,13 +159,11 @@
                 ;; each closed peer ends one read; the waiting requests then get workers and
                 ;; are accepted in turn
                 (loop [left 200]
-                  (doseq [^Socket a (repeatedly #(.poll accepted)) :while a] (.close a))
+                  (close-peers)
                   (when (and (pos? left) (not (every? #(.isDone ^Future %) fs)))
                     (Thread/sleep 50)
                     (recur (dec left))))))
-            (is (every? #(= "read -1" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))
-        (.close silent)
-        (deref acceptor 2000 nil)))))
+            (is (every? #(= "read -1" (:body (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))))
 
 (deftest worker-threads-is-a-hard-limit
   (let [running (AtomicInteger.)
