@@ -31,6 +31,8 @@ import java.util.Set;
  */
 public final class FakeRequest implements HttpServerRequest {
   private final MultiMap headers;
+  /** What {@link #response} returns, or null (then it throws). */
+  private final HttpServerResponse response;
   private final HostAndPort authority = HostAndPort.create("localhost", 8080);
   private final SocketAddress local = SocketAddress.inetSocketAddress(8080, "127.0.0.1");
   private final SocketAddress remote = SocketAddress.inetSocketAddress(8080, "127.0.0.1");
@@ -40,7 +42,13 @@ public final class FakeRequest implements HttpServerRequest {
   }
 
   public FakeRequest(MultiMap headers) {
+    this(headers, null);
+  }
+
+  /** A request whose {@link #response} is {@code response} (for the kernel's Exchange). */
+  public FakeRequest(MultiMap headers, HttpServerResponse response) {
     this.headers = headers;
+    this.response = response;
   }
 
   /** What wrk sends: a Host header and nothing else. */
@@ -80,6 +88,12 @@ public final class FakeRequest implements HttpServerRequest {
   @Override public SocketAddress remoteAddress() { return remote; }
   @Override public MultiMap headers() { return headers; }
 
+  @Override
+  public HttpServerResponse response() {
+    if (response == null) throw no();
+    return response;
+  }
+
   // ---- not needed by the benchmark -------------------------------------------------------
 
   private static UnsupportedOperationException no() {
@@ -93,7 +107,6 @@ public final class FakeRequest implements HttpServerRequest {
   @Override public HttpServerRequest fetch(long amount) { throw no(); }
   @Override public HttpServerRequest endHandler(Handler<Void> endHandler) { throw no(); }
   @Override public long bytesRead() { throw no(); }
-  @Override public HttpServerResponse response() { throw no(); }
   @Override public HttpServerRequest setParamsCharset(String charset) { throw no(); }
   @Override public String getParamsCharset() { throw no(); }
   @Override public MultiMap params(boolean semicolonIsNormalChar) { throw no(); }

@@ -1,0 +1,119 @@
+package donkey.kernel;
+
+import clojure.lang.IFn;
+import clojure.lang.RT;
+import donkey.bench.FakeRequest;
+import donkey.bench.FakeResponse;
+import donkey.route.Route;
+import donkey.route.Router;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.net.SocketAddress;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The kernel's own per-request path on the event loop, socket excepted, as the server runs it
+ * for the bench's non-blocking plaintext route (issue 4): what {@code ServerVerticle} does
+ * with a request head ({@link Exchange#start}: the framing look-ups, the route table, the
+ * Ring request map, the 3-arity handler and its {@code respond}, the response written, the
+ * connection's bookkeeping), against {@code exchange_raw}, what {@code RawVertx} does with
+ * the same request. It sits in the kernel's package because the kernel's classes are not
+ * public; the request and response are the socketless fakes of {@code donkey.bench}.
+ *
+ * <p>What this leaves out is the same for both: Vert.x decoding the request and encoding and
+ * sending the response.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@State(Scope.Thread)
+@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+public class ExchangeBench {
+  private static final CharSequence RAW_SERVER = HttpHeaders.createOptimized("raw-vertx");
+  private static final CharSequence TEXT_PLAIN = HttpHeaders.createOptimized("text/plain");
+  private static final Buffer HELLO = Buffer.buffer("Hello, World!");
+  private static final CharSequence HELLO_LENGTH =
+      HttpHeaders.createOptimized(Integer.toString(HELLO.length()));
+
+  private FakeResponse resp;
+  private FakeRequest req;
+  private ServerVerticle loop;
+  private ConnectionGuard.State connection;
+  private CharSequence date;
+
+  @Setup
+  public void setup() {
+    resp = new FakeResponse();
+    req = new FakeRequest(FakeRequest.wrkHeaders(), resp);
+    IFn eval = RT.var("clojure.core", "eval");
+    IFn read = RT.var("clojure.core", "read-string");
+    // the bench app's route (bench/src/donkey/bench/app.clj)
+    IFn handler = (IFn) eval.invoke(read.invoke(
+        "(let [headers {\"Content-Type\" \"text/plain\"} hello \"Hello, World!\"]"
+            + " (fn [_request respond _raise]"
+            + "   (respond {:status 200 :headers headers :body hello})))"));
+    IFn json = (IFn) eval.invoke(read.invoke(
+        "(fn [_request respond _raise] (respond {:status 200 :body {\"message\" \"hi\"}}))"));
+    ServerConfig cfg = new ServerConfig();
+    cfg.router = Router.compile(List.of(
+        new Route("/plaintext", false, new String[] {"GET"}, new String[0], new String[0],
+            handler, Route.Mode.NON_BLOCKING),
+        new Route("/json", false, new String[] {"GET"}, new String[0], new String[0],
+            json, Route.Mode.NON_BLOCKING)));
+    loop = new ServerVerticle(cfg, null, 0, new AtomicInteger());
+    loop.thread = Thread.currentThread();
+    connection = new ConnectionGuard.State();
+    connection.remoteAddress = "127.0.0.1";
+    connection.localAddress = SocketAddress.inetSocketAddress(8080, "127.0.0.1");
+    HttpDate.refresh();
+    date = HttpDate.current();
+    long before = resp.sent;
+    exchange();
+    if (resp.sent - before != 13 || resp.getStatusCode() != 200
+        || !"text/plain".equals(resp.headers().get("content-type"))
+        || connection.current != null || connection.ended != 1) {
+      throw new IllegalStateException("ExchangeBench self-check failed");
+    }
+    resp.clear();
+  }
+
+  /** As ServerVerticle.request does with a request head on a keep-alive connection. */
+  private void exchange() {
+    connection.started++;
+    new Exchange(loop, req, connection).start();
+  }
+
+  @Benchmark
+  public FakeResponse exchange_plaintext() {
+    exchange();
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse exchange_raw() {
+    if (req.method() != HttpMethod.GET) throw new IllegalStateException();
+    if ("/plaintext".equals(req.path())) {
+      resp.headers()
+          .add(HttpHeaders.CONTENT_TYPE, TEXT_PLAIN)
+          .add(HttpHeaders.CONTENT_LENGTH, HELLO_LENGTH)
+          .add(HttpHeaders.SERVER, RAW_SERVER)
+          .add(HttpHeaders.DATE, date);
+      resp.end(HELLO);
+    }
+    return resp.clear();
+  }
+}
