@@ -694,7 +694,10 @@ public final class ResponseWriter {
   }
 
   private static String headerName(Object k) {
-    String name = k instanceof Named ? ((Named) k).getName() : String.valueOf(k);
+    // String first, by its exact class: a failing interface test (Named) scans String's
+    // interfaces on every header before JDK 23 (see isJson)
+    String name = k instanceof String ? (String) k
+        : k instanceof Named ? ((Named) k).getName() : String.valueOf(k);
     if (name.isEmpty()) throw new IllegalArgumentException("empty response header name");
     for (int i = 0; i < name.length(); i++) {
       char c = name.charAt(i);
