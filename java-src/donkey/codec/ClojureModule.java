@@ -143,7 +143,34 @@ public final class ClojureModule extends Module {
   static void write(Object v, JsonGenerator g, SerializerProvider provider) throws IOException {
     if (v == null) {
       g.writeNull();
-    } else if (v instanceof String) {
+      return;
+    }
+    // The common classes by exact class before any interface test: before JDK 23 a failing
+    // interface test scans the class's interface list (twenty-odd for Clojure collections)
+    // and a passing one caches only the last interface (JDK-8180450), so the chain below cost
+    // a vector two failing scans (IPersistentMap, Map) and made maps alternate their cache.
+    Class<?> c = v.getClass();
+    if (c == PersistentArrayMap.class || c == PersistentHashMap.class) {
+      g.writeStartObject(v);
+      kvWrite(v, c, g, provider);
+      g.writeEndObject();
+      return;
+    }
+    if (c == PersistentVector.class) {
+      g.writeStartArray(v);
+      for (Object x : (PersistentVector) v) write(x, g, provider);
+      g.writeEndArray();
+      return;
+    }
+    if (c == Double.class) {
+      g.writeNumber(((Double) v).doubleValue());
+      return;
+    }
+    if (c == Boolean.class) {
+      g.writeBoolean(((Boolean) v).booleanValue());
+      return;
+    }
+    if (v instanceof String) {
       g.writeString((String) v);
     } else if (v instanceof Keyword) {
       g.writeString(((Keyword) v).sym.toString());
@@ -151,10 +178,6 @@ public final class ClojureModule extends Module {
       g.writeNumber(((Long) v).longValue());
     } else if (v instanceof IPersistentMap || v instanceof Map) {
       writeMap(v, g, provider);
-    } else if (v instanceof Double) {
-      g.writeNumber(((Double) v).doubleValue());
-    } else if (v instanceof Boolean) {
-      g.writeBoolean(((Boolean) v).booleanValue());
     } else if (v instanceof IPersistentCollection || v instanceof java.util.Collection) {
       g.writeStartArray(v);
       if (v instanceof Iterable) {
@@ -203,7 +226,10 @@ public final class ClojureModule extends Module {
   private static void writeMap(Object m, JsonGenerator g, SerializerProvider provider)
       throws IOException {
     g.writeStartObject(m);
-    if (m instanceof IKVReduce) {
+    Class<?> c = m.getClass();
+    if (c == PersistentArrayMap.class || c == PersistentHashMap.class) {
+      kvWrite(m, c, g, provider);
+    } else if (m instanceof IKVReduce) {
       // array, hash and sorted maps: no MapEntry per entry, unlike iterating
       ((IKVReduce) m).kvreduce(new EntryWriter(g, provider), null);
     } else if (m instanceof IPersistentMap) {
@@ -220,6 +246,19 @@ public final class ClojureModule extends Module {
       }
     }
     g.writeEndObject();
+  }
+
+  /**
+   * Writes the entries of an array or hash map ({@code c}, its exact class) through its own
+   * {@code kvreduce}, called on the class, not the interface (see {@link #write}).
+   */
+  private static void kvWrite(Object m, Class<?> c, JsonGenerator g, SerializerProvider provider) {
+    EntryWriter w = new EntryWriter(g, provider);
+    if (c == PersistentArrayMap.class) {
+      ((PersistentArrayMap) m).kvreduce(w, null);
+    } else {
+      ((PersistentHashMap) m).kvreduce(w, null);
+    }
   }
 
   /** The reducing function of {@link #writeMap}; an IOException leaves it unchanged. */

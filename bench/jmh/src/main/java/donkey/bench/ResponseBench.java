@@ -67,6 +67,8 @@ public class ResponseBench {
   private IFn plaintext;
   private IFn plaintextFreshHeaders;
   private IFn json;
+  /** (fn [] response): a 20-item list of mixed-type records, as an API answers. */
+  private IFn jsonNested;
   /** (fn [request] response): a handler that routes on :uri as a Ring app would. */
   private IFn handler;
 
@@ -86,6 +88,11 @@ public class ResponseBench {
     json = (IFn) eval.invoke(read.invoke(
         "(let [hello \"Hello, World!\"]"
             + " (fn [] {:status 200 :headers json-headers :body {\"message\" (str hello)}}))"));
+    jsonNested = (IFn) eval.invoke(read.invoke(
+        "(let [items (vec (for [i (range 20)] {\"id\" i \"name\" (str \"item-\" i)"
+            + " \"price\" (+ i 0.5) \"active\" (even? i) \"tags\" [\"a\" \"b\"]"
+            + " \"owner\" {\"id\" (* 7 i) \"login\" \"someone\"}}))]"
+            + " (fn [] {:status 200 :headers json-headers :body {\"items\" items \"count\" 20}}))"));
     handler = (IFn) eval.invoke(read.invoke(
         "(fn [request] (case (:uri request)"
             + " \"/plaintext\" {:status 200 :headers plaintext-headers :body \"Hello, World!\"}"
@@ -158,6 +165,17 @@ public class ResponseBench {
   @Benchmark
   public FakeResponse write_json() {
     write((IPersistentMap) json.invoke());
+    return resp.clear();
+  }
+
+  /**
+   * A nested JSON body: maps, vectors, strings, longs, doubles and booleans mixed, so the
+   * writer's type tests see every class at once (the plaintext and JSON benchmarks above see
+   * one each, and the JIT folds their tests to one class comparison).
+   */
+  @Benchmark
+  public FakeResponse write_jsonNested() {
+    write((IPersistentMap) jsonNested.invoke());
     return resp.clear();
   }
 
