@@ -151,9 +151,7 @@ public final class ClojureModule extends Module {
     // a vector two failing scans (IPersistentMap, Map) and made maps alternate their cache.
     Class<?> c = v.getClass();
     if (c == PersistentArrayMap.class || c == PersistentHashMap.class) {
-      g.writeStartObject(v);
-      kvWrite(v, c, g, provider);
-      g.writeEndObject();
+      writeMap(v, g, provider);
       return;
     }
     if (c == PersistentVector.class) {
@@ -227,8 +225,11 @@ public final class ClojureModule extends Module {
       throws IOException {
     g.writeStartObject(m);
     Class<?> c = m.getClass();
-    if (c == PersistentArrayMap.class || c == PersistentHashMap.class) {
-      kvWrite(m, c, g, provider);
+    // the core maps' own kvreduce, called on the class, not the interface (see write)
+    if (c == PersistentArrayMap.class) {
+      ((PersistentArrayMap) m).kvreduce(new EntryWriter(g, provider), null);
+    } else if (c == PersistentHashMap.class) {
+      ((PersistentHashMap) m).kvreduce(new EntryWriter(g, provider), null);
     } else if (m instanceof IKVReduce) {
       // array, hash and sorted maps: no MapEntry per entry, unlike iterating
       ((IKVReduce) m).kvreduce(new EntryWriter(g, provider), null);
@@ -246,19 +247,6 @@ public final class ClojureModule extends Module {
       }
     }
     g.writeEndObject();
-  }
-
-  /**
-   * Writes the entries of an array or hash map ({@code c}, its exact class) through its own
-   * {@code kvreduce}, called on the class, not the interface (see {@link #write}).
-   */
-  private static void kvWrite(Object m, Class<?> c, JsonGenerator g, SerializerProvider provider) {
-    EntryWriter w = new EntryWriter(g, provider);
-    if (c == PersistentArrayMap.class) {
-      ((PersistentArrayMap) m).kvreduce(w, null);
-    } else {
-      ((PersistentHashMap) m).kvreduce(w, null);
-    }
   }
 
   /** The reducing function of {@link #writeMap}; an IOException leaves it unchanged. */
