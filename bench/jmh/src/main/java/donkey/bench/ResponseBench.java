@@ -8,7 +8,6 @@ import donkey.ring.ResponseWriter;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
-import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -21,7 +20,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
-import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * Writing a response, and the whole per-request path of the Ring layer, without a socket
@@ -30,7 +28,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * <ul>
  *   <li>{@code write_*}: the TechEmpower plaintext and JSON responses written into a
  *       {@link FakeResponse} by {@link ResponseWriter} ({@code writeFixed} + {@code end}),
- *       against {@code write_raw*}, which does what {@code bench/java/.../RawVertx.java} does
+ *       against {@code write_raw*}, which call {@code bench/java/.../RawVertx.java}'s own code
  *       (four {@code headers().add} and {@code end(Buffer)}) to the same fake response.
  *       {@code write_plaintextFreshHeaders} makes a new {@code :headers} map per response, so
  *       it shows the path for a map not seen before (no compiled header plan).
@@ -53,13 +51,6 @@ public class ResponseBench {
   private static final CharSequence DATE =
       HttpHeaders.createOptimized("Mon, 23 Nov 2026 13:30:00 GMT");
   private static final CharSequence SERVER = HttpHeaders.createOptimized("donkey");
-  private static final CharSequence RAW_SERVER = HttpHeaders.createOptimized("raw-vertx");
-  private static final CharSequence TEXT_PLAIN = HttpHeaders.createOptimized("text/plain");
-  private static final CharSequence APPLICATION_JSON =
-      HttpHeaders.createOptimized("application/json");
-  private static final Buffer HELLO = Buffer.buffer("Hello, World!");
-  private static final CharSequence HELLO_LENGTH =
-      HttpHeaders.createOptimized(Integer.toString(HELLO.length()));
 
   private FakeResponse resp;
   private HttpServerRequest req;
@@ -124,15 +115,6 @@ public class ResponseBench {
     ResponseWriter.end(resp, b);
   }
 
-  private void rawPlaintext() {
-    resp.headers()
-        .add(HttpHeaders.CONTENT_TYPE, TEXT_PLAIN)
-        .add(HttpHeaders.CONTENT_LENGTH, HELLO_LENGTH)
-        .add(HttpHeaders.SERVER, RAW_SERVER)
-        .add(HttpHeaders.DATE, DATE);
-    resp.end(HELLO);
-  }
-
   /** Exchange's path for a request without a body: the framing look-ups, the lazy map. */
   private void path() {
     MultiMap lines = req.headers();
@@ -158,7 +140,7 @@ public class ResponseBench {
 
   @Benchmark
   public FakeResponse write_rawPlaintext() {
-    rawPlaintext();
+    RawVertx.plaintext(resp, DATE);
     return resp.clear();
   }
 
@@ -180,14 +162,8 @@ public class ResponseBench {
   }
 
   @Benchmark
-  public FakeResponse write_rawJson(Blackhole bh) throws Exception {
-    byte[] body = RawJson.MAPPER.writeValueAsBytes(java.util.Map.of("message", "Hello, World!"));
-    resp.headers()
-        .add(HttpHeaders.CONTENT_TYPE, APPLICATION_JSON)
-        .add(HttpHeaders.CONTENT_LENGTH, Integer.toString(body.length))
-        .add(HttpHeaders.SERVER, RAW_SERVER)
-        .add(HttpHeaders.DATE, DATE);
-    resp.end(Buffer.buffer(body));
+  public FakeResponse write_rawJson() throws Exception {
+    RawVertx.json(resp, DATE);
     return resp.clear();
   }
 
@@ -199,14 +175,7 @@ public class ResponseBench {
 
   @Benchmark
   public FakeResponse path_rawPlaintext() {
-    if (req.method() != HttpMethod.GET) throw new IllegalStateException();
-    if ("/plaintext".equals(req.path())) rawPlaintext();
+    RawVertx.serve(req, resp, DATE);
     return resp.clear();
-  }
-
-  /** RawVertx's Jackson mapper, held apart so the JSON benchmarks share one. */
-  static final class RawJson {
-    static final com.fasterxml.jackson.databind.ObjectMapper MAPPER =
-        new com.fasterxml.jackson.databind.ObjectMapper();
   }
 }

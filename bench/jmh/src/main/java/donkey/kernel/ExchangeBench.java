@@ -4,11 +4,9 @@ import clojure.lang.IFn;
 import clojure.lang.RT;
 import donkey.bench.FakeRequest;
 import donkey.bench.FakeResponse;
+import donkey.bench.RawVertx;
 import donkey.route.Route;
 import donkey.route.Router;
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpHeaders;
-import io.vertx.core.http.HttpMethod;
 import io.vertx.core.net.SocketAddress;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -43,11 +41,6 @@ import org.openjdk.jmh.annotations.Warmup;
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
 public class ExchangeBench {
-  private static final CharSequence RAW_SERVER = HttpHeaders.createOptimized("raw-vertx");
-  private static final CharSequence TEXT_PLAIN = HttpHeaders.createOptimized("text/plain");
-  private static final Buffer HELLO = Buffer.buffer("Hello, World!");
-  private static final CharSequence HELLO_LENGTH =
-      HttpHeaders.createOptimized(Integer.toString(HELLO.length()));
 
   private FakeResponse resp;
   private FakeRequest req;
@@ -105,15 +98,7 @@ public class ExchangeBench {
 
   @Benchmark
   public FakeResponse exchange_raw() {
-    if (req.method() != HttpMethod.GET) throw new IllegalStateException();
-    if ("/plaintext".equals(req.path())) {
-      resp.headers()
-          .add(HttpHeaders.CONTENT_TYPE, TEXT_PLAIN)
-          .add(HttpHeaders.CONTENT_LENGTH, HELLO_LENGTH)
-          .add(HttpHeaders.SERVER, RAW_SERVER)
-          .add(HttpHeaders.DATE, date);
-      resp.end(HELLO);
-    }
+    RawVertx.serve(req, resp, date);
     return resp.clear();
   }
 }
