@@ -23,7 +23,8 @@ import java.util.Set;
 
 /**
  * Bench-only {@link HttpServerRequest} with no socket behind it: a GET of
- * {@code /plaintext?a=1&b=2} over HTTP/1.1 from 127.0.0.1 with eight typical browser/wrk
+ * {@code /plaintext?a=1&b=2} (or of another path, see {@link #FakeRequest(MultiMap,
+ * HttpServerResponse, String)}) over HTTP/1.1 from 127.0.0.1 with eight typical browser/wrk
  * headers. Only what a Ring request map reads is implemented; the rest throws.
  *
  * <p>The headers are a real Vert.x {@link MultiMap} ({@link HttpHeaders#headers()}, the same
@@ -33,6 +34,9 @@ public final class FakeRequest implements HttpServerRequest {
   private final MultiMap headers;
   /** What {@link #response} returns, or null (then it throws). */
   private final HttpServerResponse response;
+  private final String uri;
+  private final String path;
+  private final String query;
   private final HostAndPort authority = HostAndPort.create("localhost", 8080);
   private final SocketAddress local = SocketAddress.inetSocketAddress(8080, "127.0.0.1");
   private final SocketAddress remote = SocketAddress.inetSocketAddress(8080, "127.0.0.1");
@@ -47,8 +51,21 @@ public final class FakeRequest implements HttpServerRequest {
 
   /** A request whose {@link #response} is {@code response} (for the kernel's Exchange). */
   public FakeRequest(MultiMap headers, HttpServerResponse response) {
+    this(headers, response, "/plaintext?a=1&b=2", "/plaintext");
+  }
+
+  /** A GET of {@code path} (no query string) whose {@link #response} is {@code response}. */
+  public FakeRequest(MultiMap headers, HttpServerResponse response, String path) {
+    this(headers, response, path, path);
+  }
+
+  private FakeRequest(MultiMap headers, HttpServerResponse response, String uri, String path) {
     this.headers = headers;
     this.response = response;
+    this.uri = uri;
+    this.path = path;
+    int q = uri.indexOf('?');
+    this.query = q < 0 ? null : uri.substring(q + 1);
   }
 
   /** What wrk sends: a Host header and nothing else. */
@@ -76,9 +93,9 @@ public final class FakeRequest implements HttpServerRequest {
   // ---- what RequestMap.build reads ------------------------------------------------------
 
   @Override public HttpMethod method() { return HttpMethod.GET; }
-  @Override public String uri() { return "/plaintext?a=1&b=2"; }
-  @Override public String path() { return "/plaintext"; }
-  @Override public String query() { return "a=1&b=2"; }
+  @Override public String uri() { return uri; }
+  @Override public String path() { return path; }
+  @Override public String query() { return query; }
   @Override public HttpVersion version() { return HttpVersion.HTTP_1_1; }
   @Override public String scheme() { return "http"; }
   @Override public boolean isSSL() { return false; }

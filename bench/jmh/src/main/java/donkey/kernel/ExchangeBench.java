@@ -24,11 +24,12 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The kernel's own per-request path on the event loop, socket excepted, as the server runs it
- * for the bench's non-blocking plaintext route (issue 4): what {@code ServerVerticle} does
+ * for the bench's non-blocking plaintext and JSON routes (issue 4): what {@code ServerVerticle} does
  * with a request head ({@link Exchange#start}: the framing look-ups, the route table, the
  * Ring request map, the 3-arity handler and its {@code respond}, the response written, the
- * connection's bookkeeping), against {@code exchange_raw}, what {@code RawVertx} does with
- * the same request. It sits in the kernel's package because the kernel's classes are not
+ * connection's bookkeeping), against {@code exchange_raw} and {@code exchange_rawJson}, what
+ * {@code RawVertx} does with the same request. The JSON route is the bench app's: a new
+ * {@code {"message" "Hello, World!"}} map per request, serialized by the kernel's codec. It sits in the kernel's package because the kernel's classes are not
  * public; the request and response are the socketless fakes of {@code donkey.bench}.
  *
  * <p>What this leaves out is the same for both: Vert.x decoding the request and encoding and
@@ -44,6 +45,7 @@ public class ExchangeBench {
 
   private FakeResponse resp;
   private FakeRequest req;
+  private FakeRequest jsonReq;
   private ServerVerticle loop;
   private ConnectionGuard.State connection;
   private CharSequence date;
@@ -52,6 +54,7 @@ public class ExchangeBench {
   public void setup() {
     resp = new FakeResponse();
     req = new FakeRequest(FakeRequest.wrkHeaders(), resp);
+    jsonReq = new FakeRequest(FakeRequest.wrkHeaders(), resp, "/json");
     IFn eval = RT.var("clojure.core", "eval");
     IFn read = RT.var("clojure.core", "read-string");
     // the bench app's route (bench/src/donkey/bench/app.clj)
@@ -60,7 +63,9 @@ public class ExchangeBench {
             + " (fn [_request respond _raise]"
             + "   (respond {:status 200 :headers headers :body hello})))"));
     IFn json = (IFn) eval.invoke(read.invoke(
-        "(fn [_request respond _raise] (respond {:status 200 :body {\"message\" \"hi\"}}))"));
+        "(let [headers {\"Content-Type\" \"application/json\"} hello \"Hello, World!\"]"
+            + " (fn [_request respond _raise]"
+            + "   (respond {:status 200 :headers headers :body {\"message\" hello}})))"));
     ServerConfig cfg = new ServerConfig();
     cfg.router = Router.compile(List.of(
         new Route("/plaintext", false, new String[] {"GET"}, new String[0], new String[0],
@@ -75,30 +80,51 @@ public class ExchangeBench {
     HttpDate.refresh();
     date = HttpDate.current();
     long before = resp.sent;
-    exchange();
+    exchange(req);
     if (resp.sent - before != 13 || resp.getStatusCode() != 200
         || !"text/plain".equals(resp.headers().get("content-type"))
         || connection.current != null || connection.ended != 1) {
-      throw new IllegalStateException("ExchangeBench self-check failed");
+      throw new IllegalStateException("ExchangeBench self-check failed (plaintext)");
+    }
+    resp.clear();
+    before = resp.sent;
+    exchange(jsonReq);
+    // {"message":"Hello, World!"}: 27 bytes
+    if (resp.sent - before != 27 || resp.getStatusCode() != 200
+        || !"application/json".equals(resp.headers().get("content-type"))
+        || connection.current != null || connection.ended != 2) {
+      throw new IllegalStateException("ExchangeBench self-check failed (json)");
     }
     resp.clear();
   }
 
   /** As ServerVerticle.request does with a request head on a keep-alive connection. */
-  private void exchange() {
+  private void exchange(FakeRequest r) {
     connection.started++;
-    new Exchange(loop, req, connection).start();
+    new Exchange(loop, r, connection).start();
   }
 
   @Benchmark
   public FakeResponse exchange_plaintext() {
-    exchange();
+    exchange(req);
     return resp.clear();
   }
 
   @Benchmark
   public FakeResponse exchange_raw() {
     RawVertx.serve(req, resp, date);
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse exchange_json() {
+    exchange(jsonReq);
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse exchange_rawJson() {
+    RawVertx.serve(jsonReq, resp, date);
     return resp.clear();
   }
 }
