@@ -24,13 +24,14 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The kernel's own per-request path on the event loop, socket excepted, as the server runs it
- * for the bench's non-blocking plaintext and JSON routes (issue 4): what {@code ServerVerticle} does
- * with a request head ({@link Exchange#start}: the framing look-ups, the route table, the
+ * for the bench's non-blocking plaintext and JSON routes (issue 4): what {@code ServerVerticle}
+ * does with a request head ({@link Exchange#start}: the framing look-ups, the route table, the
  * Ring request map, the 3-arity handler and its {@code respond}, the response written, the
  * connection's bookkeeping), against {@code exchange_raw} and {@code exchange_rawJson}, what
  * {@code RawVertx} does with the same request. The JSON route is the bench app's: a new
- * {@code {"message" "Hello, World!"}} map per request, serialized by the kernel's codec. It sits in the kernel's package because the kernel's classes are not
- * public; the request and response are the socketless fakes of {@code donkey.bench}.
+ * {@code {"message" "Hello, World!"}} map per request, serialized by the kernel's codec. It
+ * sits in the kernel's package because the kernel's classes are not public; the request and
+ * response are the socketless fakes of {@code donkey.bench}.
  *
  * <p>What this leaves out is the same for both: Vert.x decoding the request and encoding and
  * sending the response.
