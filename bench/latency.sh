@@ -29,17 +29,28 @@
 # an achieved rate under the target; the table flags such rows, which measure the generator.
 #
 # oha pauses each time its count of requests reaches a power of two (its store of results
-# doubles; 2^18 costs ~15 ms, 2^19 35-120 ms), and with --latency-correction the requests
-# due meanwhile count the pause against the server. It shows in every server's timeline at
-# the same count, whatever the rate: 13.1 s at 40,000 req/s, 10.4 s at 50,308, 8.5 and 17.0 s
-# at 61,654 (2^19/rate, 2^20/rate). The window is therefore the requests from the 2^k-th to
-# the 2^(k+1)-th, for the smallest k whose 2^k-th request is due at least
-# max(LAT_SETTLE, LAT_DURATION + 0.9) s into the run, less 0.8 s after the pause (the backlog
-# a 120 ms pause leaves drains in about 0.6 s on a server with a sixth of its core to spare)
-# and 0.1 s before the next; the run lasts until just past the 2^(k+1)-th request. (Until
-# 2026-11-24 the window was a fixed last 15 s, which held one or two of these pauses; until
-# 2026-11-25 it began 0.3 s after the pause, and one raw Vert.x run's p99, 50.9 ms, was the
-# backlog of the pause still draining at 9.5-9.7 s, 90 ms deep.)
+# doubles: 2^18 costs 15-80 ms, 2^19 30-165 ms, 2^20 60-350 ms, measured 2026-11-25 from the
+# gaps in its own send times; the spread is the page faults of the new store), and with
+# --latency-correction the requests due meanwhile count the pause against the server. It shows
+# in every server's timeline at the same count, whatever the rate: 13.1 s at 40,000 req/s,
+# 10.4 s at 50,308, 8.6 and 17.2 s at 61,000 (2^19/rate, 2^20/rate). The window is therefore
+# the requests from the 2^k-th to the 2^(k+1)-th, for the smallest k whose 2^k-th request is due
+# at least max(LAT_SETTLE, LAT_DURATION + LAT_DRAIN + 0.1) s into the run, less LAT_DRAIN s
+# after the pause and 0.1 s before the next; the run lasts until just past the 2^(k+1)-th
+# request. LAT_DRAIN is the time the backlog of the generator's pause takes to drain: at 61k
+# req/s a 350 ms pause left requests queued for 0.4-0.9 s after it for raw Vert.x and 0.9-1.7 s
+# for donkey-sync (a server with a fifth of its core to spare drains a backlog at about a
+# quarter of the rate it built up). (Until 2026-11-24 the window was a fixed last 15 s, which
+# held one or two of these pauses; until the morning of 2026-11-25 it began 0.3 s after the
+# pause, then 0.8 s, and in the two seven-round bench runs of that morning the draining backlog
+# of the 2^20 pause set the p99 of 3 of 12 runs: raw Vert.x 98.5 ms, donkey-sync 180.1 ms.)
+#
+# While oha measures, bench/cpu_sampler.py (on the load CPU) samples the server's CPU time
+# every 100 ms: the whole process, its event loop, its JIT compilers and its VM thread (where
+# the collector's pauses run). Each run's timeline gets those columns, and the table lists every
+# standing queue in the window (100 ms buckets whose median request waited over 5 ms) with what
+# the server's core did meanwhile, so a slow run can be told apart: the JIT or a collection
+# competing with the loop, or the core given to something outside the JVM.
 #
 # Each server is run LAT_RUNS times, interleaved (A B C A B C ...), a fresh JVM each time, as
 # the throughput bench does: a single run's p99 depends on the JVM start and the second of the
@@ -55,7 +66,7 @@
 # Environment (defaults in brackets; see run.sh for the shared ones):
 #   RATE [half the peak]  RATE_FRACTION [0.5]  LAT_DURATION [8] s (the least measured)
 #   LAT_WARMUP [5] s  LAT_SETTLE [5] s (the least not measured)  LAT_CONNECTIONS [64]
-#   LAT_PRIME [6] s (0: none)  LAT_RUNS [3]  LAT_VARIANTS ["raw-vertx donkey-nb donkey-sync jetty"]  OHA_VERSION [1.16.0]
+#   LAT_PRIME [6] s (0: none)  LAT_DRAIN [2.5] s  LAT_RUNS [3]  LAT_VARIANTS ["raw-vertx donkey-nb donkey-sync jetty"]  OHA_VERSION [1.16.0]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -65,6 +76,7 @@ LAT_WARMUP="${LAT_WARMUP:-5}"
 LAT_CONNECTIONS="${LAT_CONNECTIONS:-64}"
 LAT_RUNS="${LAT_RUNS:-3}"
 LAT_SETTLE="${LAT_SETTLE:-5}"
+LAT_DRAIN="${LAT_DRAIN:-2.5}"
 LAT_PRIME="${LAT_PRIME:-6}"
 LAT_VARIANTS="${LAT_VARIANTS:-raw-vertx donkey-nb donkey-sync jetty}"
 RATE_FRACTION="${RATE_FRACTION:-0.5}"
@@ -75,6 +87,8 @@ check_int LAT_CONNECTIONS 10000
 check_int LAT_RUNS 20
 [[ "$LAT_PRIME" =~ ^[0-9]+$ ]] && [ "$LAT_PRIME" -le 60 ] || die "LAT_PRIME must be an integer in 0..60"
 [[ "$LAT_SETTLE" =~ ^[0-9]+$ ]] && [ "$LAT_SETTLE" -le 60 ] || die "LAT_SETTLE must be an integer in 0..60"
+[[ "$LAT_DRAIN" =~ ^[0-9]+(\.[0-9]+)?$ ]] && python3 -c 'import sys; sys.exit(not float(sys.argv[1]) <= 30)' "$LAT_DRAIN" \
+  || die "LAT_DRAIN must be a number of seconds in 0..30"
 
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
 LOGS="$RESULTS/latency-$STAMP"
@@ -136,10 +150,10 @@ fi
 # the measured window, between oha's pauses at its 2^k-th and 2^(k+1)-th request (see the top)
 read -r win_start win_end run_secs < <(python3 -c '
 import math, sys
-rate, settle, duration = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-k = math.ceil(math.log2(max(settle, duration + 0.9) * rate))
+rate, settle, duration, drain = (float(a) for a in sys.argv[1:5])
+k = math.ceil(math.log2(max(settle, duration + drain + 0.1) * rate))
 t1, t2 = 2 ** k / rate, 2 ** (k + 1) / rate
-print(f"{t1 + 0.8:.3f} {t2 - 0.1:.3f} {math.ceil(t2 + 0.5)}")' "$rate" "$LAT_SETTLE" "$LAT_DURATION")
+print(f"{t1 + drain:.3f} {t2 - 0.1:.3f} {math.ceil(t2 + 0.5)}")' "$rate" "$LAT_SETTLE" "$LAT_DURATION" "$LAT_DRAIN")
 log "fixed rate: $rate req/s ($rate_from); ${LAT_WARMUP}s warm-up, ${LAT_PRIME}s priming, then ${run_secs}s of which ${win_start}..${win_end}s are measured"
 
 # ------------------------------------------------------------------------------ attacks
@@ -175,9 +189,15 @@ for round in $(seq 1 "$LAT_RUNS"); do
         || { log "$v: oha failed (priming)"; failed=1; }
       rm -f "$LOGS/$run-prime.db"
     fi
-    # then run_secs at the fixed rate on one set of connections; only the window is counted
+    # then run_secs at the fixed rate on one set of connections; only the window is counted.
+    # The sampler's clock is matched to oha's by the wall time just before oha starts.
+    date +%s.%N >"$LOGS/$run.t0"
+    taskset -c "$LOAD_CPU" python3 "$ROOT/bench/cpu_sampler.py" "$SERVER_PID" "$LOGS/$run-cpu.txt" &
+    sampler=$!
     attack "$run_secs" "$LOGS/$run.json" "$LOGS/$run.db" \
       || { log "$v: oha failed"; failed=1; }
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
     check_reflection "$v" "$slog" || failed=1
     stop_server
   done
@@ -223,6 +243,55 @@ if os.path.exists(os.path.join(logs, "warmup-errors.tsv")):
 def ms(s):
     return "-" if s is None else f"{s * 1e3:.2f} ms"
 
+def cpu_profile(run):
+    """{100 ms bucket of oha's clock: (total, loop, jit, vm) in cores} from the run's CPU
+    samples, or {} when there are none. Each bucket gets the rates between the samples around
+    it (samples every 100 ms, counters in 1/100 s ticks: a bucket's figure is good to about a
+    tenth of a core)."""
+    try:
+        t0 = float(open(os.path.join(logs, run + ".t0")).read())
+        samples = []
+        for line in open(os.path.join(logs, run + "-cpu.txt")):
+            f = line.split()
+            samples.append((float(f[0]) - t0, [int(x) for x in f[1:5]]))
+    except (OSError, ValueError, IndexError):
+        return {}
+    hz = os.sysconf("SC_CLK_TCK")
+    prof = {}
+    for (ta, a), (tb, b) in zip(samples, samples[1:]):
+        if tb <= ta:
+            continue
+        rates = tuple(max(0.0, (y - x) / hz / (tb - ta)) for x, y in zip(a, b))
+        for k in range(int(ta * 10), int(tb * 10) + 1):
+            # the interval that covers most of the bucket wins
+            lo, hi = max(ta, k / 10), min(tb, (k + 1) / 10)
+            if hi - lo >= 0.05:
+                prof[k] = rates
+    return prof
+
+def queues(buckets, prof):
+    """The standing queues of the window: runs of 100 ms buckets whose median request waited
+    over 5 ms, each as (from s, to s, worst median ms, mean total/loop/jit/vm cores or None)."""
+    spans, cur = [], None
+    for k in sorted(buckets):
+        if not win_start <= k / 10 < win_end:
+            continue
+        b = sorted(buckets[k])
+        p50 = b[len(b) // 2]
+        if p50 > 0.005:
+            if cur and cur[1] == k - 1:
+                cur[1], cur[2] = k, max(cur[2], p50)
+                cur[3].append(k)
+            else:
+                cur = [k, k, p50, [k]]
+                spans.append(cur)
+    out = []
+    for a, z, worst, ks in spans:
+        cpu = [prof[k] for k in ks if k in prof]
+        mean = tuple(sum(c[i] for c in cpu) / len(cpu) for i in range(4)) if cpu else None
+        out.append((a / 10, (z + 1) / 10, worst, mean))
+    return out
+
 def one_run(run):
     """The figures of one oha run, or None when it did not run; also writes its timeline."""
     try:
@@ -235,21 +304,24 @@ def one_run(run):
     wbad = warmup_errors.get(run, 0)
     measured = sorted(lat for due, lat in reqs if win_start <= due < win_end)
     opening = [lat for due, lat in reqs if due < 1.0]
+    prof = cpu_profile(run)
+    buckets = {}
+    for due, lat in reqs:
+        buckets.setdefault(int(due * 10), []).append(lat)
     # keep a small per-100 ms profile of the run instead of the SQLite file (~50 MB)
     with open(os.path.join(logs, run + "-timeline.tsv"), "w") as out:
-        out.write("second\trequests\tp50_ms\tmax_ms\n")
-        buckets = {}
-        for due, lat in reqs:
-            buckets.setdefault(int(due * 10), []).append(lat)
+        out.write("second\trequests\tp50_ms\tmax_ms\tcpu_cores\tloop\tjit\tvm\n")
         for k in sorted(buckets):
             b = sorted(buckets[k])
-            out.write(f"{k / 10:.1f}\t{len(b)}\t{b[len(b) // 2] * 1e3:.2f}\t{b[-1] * 1e3:.2f}\n")
+            c = "\t".join(f"{x:.2f}" for x in prof[k]) if k in prof else "-\t-\t-\t-"
+            out.write(f"{k / 10:.1f}\t{len(b)}\t{b[len(b) // 2] * 1e3:.2f}\t{b[-1] * 1e3:.2f}\t{c}\n")
     os.remove(os.path.join(logs, run + ".db"))
     if not measured:
-        return {"errors": bad + wbad, "achieved": 0}
+        return {"errors": bad + wbad, "achieved": 0, "queues": []}
     return {"errors": bad + wbad, "achieved": len(measured) / duration,
             "p50": pct(measured, 0.5), "p99": pct(measured, 0.99), "p999": pct(measured, 0.999),
-            "max": measured[-1], "open": max(opening) if opening else None}
+            "max": measured[-1], "open": max(opening) if opening else None,
+            "queues": queues(buckets, prof)}
 
 def med(values):
     values = [x for x in values if x is not None]
@@ -259,8 +331,12 @@ print("| server | target req/s | achieved req/s | p50 | p99 | p99.9 | max | open
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 failed, short = False, False
 p99s = {}
+standing = []
 for v in variants:
     rs = [one_run(f"{v}-r{r}") for r in range(1, runs + 1)]
+    for r, x in enumerate(rs, 1):
+        for q in (x or {}).get("queues", []):
+            standing.append((f"{v}-r{r}",) + q)
     done = [r for r in rs if r is not None and r["achieved"] > 0]
     failed |= len(done) < runs
     errors = sum(r["errors"] for r in rs if r is not None)
@@ -290,6 +366,19 @@ if "raw-vertx" in p99s:
         ratio = med(a for a, _ in pairs) / med(b for _, b in pairs)
         rounds = ", ".join(f"{a / b:.2f}" for a, b in pairs)
         print(f"{v} p99 / raw-vertx p99: {ratio:.2f} (ratio of the medians); run by run {rounds}")
+print()
+if standing:
+    print(f"Standing queues in the window ({win_start:.2f}..{win_end:.2f} s; 100 ms buckets whose median")
+    print("request waited over 5 ms), with the server's CPU meanwhile in cores: the whole JVM, its event")
+    print("loop, its JIT compilers and its VM thread (collections). A JVM well under one core while")
+    print("requests queue did not get its core.")
+    print()
+    for run, a, z, worst, cpu in standing:
+        c = ("cpu -" if cpu is None else
+             f"cpu {cpu[0]:.2f} (loop {cpu[1]:.2f}, jit {cpu[2]:.2f}, vm {cpu[3]:.2f})")
+        print(f"- {run}: {a:.1f}..{z:.1f} s, median wait up to {worst * 1e3:.1f} ms; {c}")
+else:
+    print(f"No standing queue in the window ({win_start:.2f}..{win_end:.2f} s): no 100 ms bucket's median request waited over 5 ms.")
 if short:
     print()
     print("(!) under 98% of the target: the rate was not held (the server, or the generator, could not keep up);")
