@@ -156,6 +156,11 @@ final class WorkerPool extends AbstractExecutorService {
     outboxes.add(o);
   }
 
+  /** True when the workers are virtual threads. */
+  boolean virtual() {
+    return virtual;
+  }
+
   /** The pool whose worker the current thread is, or null. */
   private static final ThreadLocal<WorkerPool> CURRENT = new ThreadLocal<>();
 
