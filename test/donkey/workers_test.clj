@@ -438,6 +438,38 @@
     (is (= 0 left) "every thread ended once idle for the keep-alive")
     (is (= :ran after) "the pool starts a thread again for new work")))
 
+(deftest the-pool-tracks-how-long-its-tasks-run
+  ;; The event loop yields its core after a hand-off only while the workers' recent tasks were
+  ;; short (ServerVerticle.YIELD_TASK_NANOS): a worker that computes for milliseconds would
+  ;; otherwise keep the loop's other connections waiting. The average follows the tasks both
+  ;; ways.
+  (let [factory (reify java.util.concurrent.ThreadFactory
+                  (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
+        cls (Class/forName "donkey.kernel.WorkerPool")
+        ctor (doto (.getDeclaredConstructor cls (into-array Class [String java.util.concurrent.ThreadFactory
+                                                                    Boolean/TYPE Integer/TYPE Integer/TYPE
+                                                                    Long/TYPE Long/TYPE]))
+               (.setAccessible true))
+        recent (doto (.getDeclaredMethod cls "recentTaskNanos" (make-array Class 0)) (.setAccessible true))
+        limit (let [f (doto (.getDeclaredField (Class/forName "donkey.kernel.ServerVerticle") "YIELD_TASK_NANOS")
+                        (.setAccessible true))]
+                (.getLong f nil))
+        ^java.util.concurrent.ExecutorService pool
+        (.newInstance ctor (object-array ["test-pool" factory false (int 4) (int 1)
+                                          (long 1000000) (long 60000000000)]))
+        recent-nanos #(long (.invoke recent pool (object-array 0)))
+        run-all (fn [n f]
+                  (dotimes [_ n]
+                    (.get (.submit pool ^Callable f) 5 java.util.concurrent.TimeUnit/SECONDS)))]
+    (try
+      (is (= 0 (recent-nanos)) "nothing has run yet")
+      (run-all 40 (fn [] (Thread/sleep 2) :slept))
+      (is (> (recent-nanos) (max limit 1000000)) "tasks of 2 ms: over the limit, about 2 ms")
+      (run-all 400 (fn [] :quick))
+      (is (< (recent-nanos) limit) "quick tasks bring it back under the limit")
+      (finally
+        (.shutdownNow pool)))))
+
 (defn- os-stat-fns
   "donkey.kernel.OsThreads (package-private, reached by reflection): returns [self running?
   close] as functions, `self` to be called on the thread it describes."

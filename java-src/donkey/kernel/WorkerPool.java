@@ -13,6 +13,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -76,6 +77,12 @@ final class WorkerPool extends AbstractExecutorService {
   private final AtomicInteger active = new AtomicInteger();
   /** Workers started and not exited. */
   private final AtomicInteger threads = new AtomicInteger();
+  /**
+   * A moving average (weight 1/8) of how long the pool's tasks ran, wall time in nanoseconds.
+   * Written by workers after each task (plain release stores: concurrent workers may lose
+   * each other's updates, which a moving average does not mind), read by event loops.
+   */
+  private final AtomicLong taskNanos = new AtomicLong();
   private volatile int state = RUNNING;
   private volatile boolean monitorParked;
   private final Thread monitor;
@@ -161,6 +168,14 @@ final class WorkerPool extends AbstractExecutorService {
     return virtual;
   }
 
+  /**
+   * Any thread: the moving average of how long this pool's recent tasks ran (wall time, so a
+   * handler waiting on I/O counts its wait), in nanoseconds; 0 before the first task.
+   */
+  long recentTaskNanos() {
+    return taskNanos.get();
+  }
+
   /** The pool whose worker the current thread is, or null. */
   private static final ThreadLocal<WorkerPool> CURRENT = new ThreadLocal<>();
 
@@ -230,6 +245,8 @@ final class WorkerPool extends AbstractExecutorService {
             task.started(at);
             runTask(task);
             taskStart = 0;
+            long avg = taskNanos.get();
+            taskNanos.lazySet(avg + ((System.nanoTime() - at - avg) >> 3));
             continue;
           }
           if (state != RUNNING) {
