@@ -170,7 +170,8 @@ final class WorkerPool extends AbstractExecutorService {
 
   /**
    * Any thread: the moving average of how long this pool's recent tasks ran (wall time, so a
-   * handler waiting on I/O counts its wait), in nanoseconds; 0 before the first task.
+   * handler waiting on I/O counts its wait), in nanoseconds; 0 before the first task, and
+   * always 0 for virtual workers (nothing reads it for them: the loop does not yield to them).
    */
   long recentTaskNanos() {
     return taskNanos.get();
@@ -245,8 +246,10 @@ final class WorkerPool extends AbstractExecutorService {
             task.started(at);
             runTask(task);
             taskStart = 0;
-            long avg = taskNanos.get();
-            taskNanos.lazySet(avg + ((System.nanoTime() - at - avg) >> 3));
+            if (!virtual) { // only event loops over platform workers read it
+              long avg = taskNanos.get();
+              taskNanos.lazySet(avg + ((System.nanoTime() - at - avg) >> 3));
+            }
             continue;
           }
           if (state != RUNNING) {
