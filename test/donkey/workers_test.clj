@@ -384,6 +384,20 @@
       (is (re-find #"(?i)etag: \"v1\"" resp))
       (is (str/ends-with? resp "tail") "only the last response has a body"))))
 
+(defn- platform-pool
+  "A donkey.kernel.WorkerPool (package-private: built by reflection) of at most `max` daemon
+  platform threads, a 1 ms stall period and a `keep-alive-ms` keep-alive."
+  ^java.util.concurrent.ExecutorService [max keep-alive-ms]
+  (let [factory (reify java.util.concurrent.ThreadFactory
+                  (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
+        ctor (doto (.getDeclaredConstructor (Class/forName "donkey.kernel.WorkerPool")
+                                            (into-array Class [String java.util.concurrent.ThreadFactory
+                                                               Boolean/TYPE Integer/TYPE Integer/TYPE
+                                                               Long/TYPE Long/TYPE]))
+               (.setAccessible true))]
+    (.newInstance ctor (object-array ["test-pool" factory false (int max) (int 1)
+                                      (long 1000000) (long (* keep-alive-ms 1000000))]))))
+
 (defn- pool-keep-alive
   "Exercises a donkey.kernel.WorkerPool (package-private: built by reflection) of daemon
   platform threads with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
@@ -392,17 +406,9 @@
   states of the idle threads shortly after release, the count after the keep-alive, and what
   the new task returned."
   [n keep-alive-ms]
-  (let [factory (reify java.util.concurrent.ThreadFactory
-                  (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
-        cls (Class/forName "donkey.kernel.WorkerPool")
-        ctor (doto (.getDeclaredConstructor cls (into-array Class [String java.util.concurrent.ThreadFactory
-                                                                    Boolean/TYPE Integer/TYPE Integer/TYPE
-                                                                    Long/TYPE Long/TYPE]))
-               (.setAccessible true))
-        threads-field (doto (.getDeclaredField cls "threads") (.setAccessible true))
-        ^java.util.concurrent.ExecutorService pool
-        (.newInstance ctor (object-array ["test-pool" factory false (int 64) (int 1)
-                                          (long 1000000) (long (* keep-alive-ms 1000000))]))
+  (let [pool (platform-pool 64 keep-alive-ms)
+        threads-field (doto (.getDeclaredField (Class/forName "donkey.kernel.WorkerPool") "threads")
+                        (.setAccessible true))
         count-threads #(.get ^java.util.concurrent.atomic.AtomicInteger (.get threads-field pool))
         inside (java.util.concurrent.CountDownLatch. n)
         release (java.util.concurrent.CountDownLatch. 1)
@@ -443,20 +449,13 @@
   ;; short (ServerVerticle.YIELD_TASK_NANOS): a worker that computes for milliseconds would
   ;; otherwise keep the loop's other connections waiting. The average follows the tasks both
   ;; ways.
-  (let [factory (reify java.util.concurrent.ThreadFactory
-                  (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
-        cls (Class/forName "donkey.kernel.WorkerPool")
-        ctor (doto (.getDeclaredConstructor cls (into-array Class [String java.util.concurrent.ThreadFactory
-                                                                    Boolean/TYPE Integer/TYPE Integer/TYPE
-                                                                    Long/TYPE Long/TYPE]))
-               (.setAccessible true))
-        recent (doto (.getDeclaredMethod cls "recentTaskNanos" (make-array Class 0)) (.setAccessible true))
+  (let [pool (platform-pool 4 60000)
+        recent (doto (.getDeclaredMethod (Class/forName "donkey.kernel.WorkerPool") "recentTaskNanos"
+                                         (make-array Class 0))
+                 (.setAccessible true))
         limit (let [f (doto (.getDeclaredField (Class/forName "donkey.kernel.ServerVerticle") "YIELD_TASK_NANOS")
                         (.setAccessible true))]
                 (.getLong f nil))
-        ^java.util.concurrent.ExecutorService pool
-        (.newInstance ctor (object-array ["test-pool" factory false (int 4) (int 1)
-                                          (long 1000000) (long 60000000000)]))
         recent-nanos #(long (.invoke recent pool (object-array 0)))
         run-all (fn [n f]
                   (dotimes [_ n]
