@@ -469,6 +469,34 @@
       (finally
         (.shutdownNow pool)))))
 
+;; The event loop queues a whole batch of sync requests before it wakes a worker: a worker woken
+;; for the first could take the core from the loop and the batch would go a request at a time.
+(deftest a-queued-batch-waits-for-one-signal
+  (let [pool (platform-pool 4 60000)
+        method (fn [m] (doto (.getDeclaredMethod (Class/forName "donkey.kernel.WorkerPool") m
+                                                 (into-array Class (if (= m "enqueue") [Runnable] [])))
+                         (.setAccessible true)))
+        enqueue (method "enqueue")
+        signal (method "signal")
+        n 200
+        done (java.util.concurrent.CountDownLatch. n)
+        threads (java.util.concurrent.ConcurrentHashMap/newKeySet)]
+    (try
+      (dotimes [_ n]
+        (.invoke enqueue pool (object-array [(fn [] (.add threads (Thread/currentThread)) (.countDown done))])))
+      (Thread/sleep 50)
+      (is (= n (.getCount done)) "queued tasks do not run before the signal")
+      (.invoke signal pool (object-array 0))
+      (is (.await done 5 java.util.concurrent.TimeUnit/SECONDS) "one signal runs the whole batch")
+      (is (= 1 (count threads)) "on the one thread it woke (the pool's target here)")
+      (.shutdown pool)
+      (is (thrown? java.util.concurrent.RejectedExecutionException
+                   (try (.invoke enqueue pool (object-array [(fn [])]))
+                        (catch java.lang.reflect.InvocationTargetException e (throw (.getCause e)))))
+          "a shut-down pool refuses a queued task as it refuses execute")
+      (finally
+        (.shutdownNow pool)))))
+
 (defn- os-stat-fns
   "donkey.kernel.OsThreads (package-private, reached by reflection): returns [self running?
   close] as functions, `self` to be called on the thread it describes."

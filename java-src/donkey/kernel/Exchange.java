@@ -370,10 +370,13 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
-  /** Event loop: gives this sync exchange to the workers (503 when they refuse it). */
+  /**
+   * Event loop: queues this sync exchange for the workers (503 when they refuse it); the loop
+   * wakes a worker once its whole batch is queued ({@link WorkerPool#signal}).
+   */
   void submit() {
     try {
-      loop.workers.execute(this);
+      loop.workers.enqueue(this);
     } catch (RejectedExecutionException e) {
       if (ANSWERED.compareAndSet(this, 0, 1)) {
         closeWith(503, "Service Unavailable");

@@ -226,7 +226,10 @@ final class ServerVerticle extends VerticleBase {
   }
 
   /**
-   * Event loop: submits the iteration's batch, then, when the workers are platform threads and
+   * Event loop: queues the iteration's batch and wakes a worker once it is all queued (woken
+   * for the first request, a worker can take the core from the loop and find that one alone:
+   * a virtual worker took batches a request or two at a time, 0.29 context switches per
+   * request against 0.03, on one core, 2026-11-25), then, when the workers are platform threads and
    * their recent tasks were short ({@link #YIELD_TASK_NANOS}), gives the core up once
    * ({@code sched_yield}) before the loop goes back to {@code epoll_wait}.
    *
@@ -257,6 +260,7 @@ final class ServerVerticle extends VerticleBase {
     handoffScheduled = false;
     Exchange e;
     while ((e = handoff.poll()) != null) e.submit();
+    workers.signal();
     if (yieldAfterHandOff && workers.recentTaskNanos() < YIELD_TASK_NANOS) Thread.yield();
   }
 
