@@ -20,6 +20,7 @@ import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
@@ -48,8 +49,14 @@ public class ExchangeBench {
   private FakeRequest req;
   private FakeRequest jsonReq;
   private ServerVerticle loop;
+  private WorkerPool workers;
   private ConnectionGuard.State connection;
   private CharSequence date;
+
+  @TearDown
+  public void tearDown() {
+    workers.shutdownNow();
+  }
 
   @Setup
   public void setup() {
@@ -73,7 +80,10 @@ public class ExchangeBench {
             handler, Route.Mode.NON_BLOCKING),
         new Route("/json", false, new String[] {"GET"}, new String[0], new String[0],
             json, Route.Mode.NON_BLOCKING)));
-    loop = new ServerVerticle(cfg, null, 0, new AtomicInteger());
+    // the routes are non-blocking, so the pool stays idle (its monitor thread parks); the
+    // verticle asks it whether its workers are virtual
+    workers = Workers.platform(1);
+    loop = new ServerVerticle(cfg, workers, 0, new AtomicInteger());
     loop.thread = Thread.currentThread();
     connection = new ConnectionGuard.State();
     connection.remoteAddress = "127.0.0.1";
