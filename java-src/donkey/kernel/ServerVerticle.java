@@ -244,7 +244,8 @@ final class ServerVerticle extends VerticleBase {
    * request instead of 0.23; at full load 98.8k and 97.4k req/s against 91.1k and 90.6k; p99
    * at 60.6k req/s 3.62 ms (runs 3.62, 3.70, 3.26) against 4.95 (4.95, 9.09, 4.86). Not for
    * virtual workers: their carriers are woken through the scheduler's own queue, and one of
-   * two alternated rounds lost 14% (74.9k against 87.1k).
+   * two alternated rounds lost 14% (74.9k against 87.1k; measured before the loop queued a
+   * whole batch before its one wake-up, and not since).
    *
    * <p>Only while tasks are short, because the yield's price is the worker's remaining run:
    * until it parks or its slice ends, the loop's other connections wait (and Linux's EEVDF
