@@ -10,7 +10,8 @@
   the handler."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
-            [donkey.test-util :as u :refer [with-server]])
+            [donkey.test-util :as u :refer [with-server exchange closed? statuses read-all
+                                            ->bytes now-ms]])
   (:import (java.io IOException InputStream)
            (java.net Socket SocketException SocketTimeoutException)
            (java.nio ByteBuffer)
@@ -22,63 +23,6 @@
            (javax.net.ssl SSLContext SSLEngine)))
 
 (set! *warn-on-reflection* true)
-
-;; ---------------------------------------------------------------------------------------------
-;; raw connections
-
-(defn- ->bytes ^bytes [data]
-  (if (bytes? data) data (.getBytes (str data) StandardCharsets/ISO_8859_1)))
-
-(defn- now-ms ^long [] (quot (System/nanoTime) 1000000))
-
-(defn- read-all
-  "Reads from `s` until the server closes (:eof), resets (:reset), `idle-ms` pass without a
-  byte once something has arrived, or `timeout-ms` pass in all (:timeout)."
-  [^Socket s timeout-ms idle-ms]
-  (let [in (.getInputStream s)
-        buf (byte-array 65536)
-        sb (StringBuilder.)
-        deadline (+ (now-ms) (long timeout-ms))]
-    (loop []
-      (let [left (- deadline (now-ms))]
-        (if (<= left 0)
-          {:resp (str sb) :end :timeout}
-          (let [wait (if (pos? (.length sb)) (min left (long idle-ms)) left)
-                _ (.setSoTimeout s (int (max 1 wait)))
-                r (try (.read in buf)
-                       (catch SocketTimeoutException _ (if (pos? (.length sb)) :idle :wait))
-                       (catch SocketException _ :reset))]
-            (cond
-              (= :idle r) {:resp (str sb) :end :idle}
-              (= :wait r) (recur)
-              (= :reset r) {:resp (str sb) :end :reset}
-              (neg? (long r)) {:resp (str sb) :end :eof}
-              :else (do (.append sb (String. buf 0 (int r) StandardCharsets/ISO_8859_1))
-                        (recur)))))))))
-
-(defn- exchange
-  "Opens a connection, writes `data` (a String sent as ISO-8859-1, or bytes) and then:
-  :read (default) reads the answer; :half-close shuts the output first (the server sees EOF);
-  :close closes the socket at once without reading (returns nil). Returns
-  {:resp String :end (:eof | :reset | :idle | :timeout)}: :eof/:reset mean the server closed."
-  ([data] (exchange data {}))
-  ([data {:keys [then timeout-ms idle-ms] :or {then :read timeout-ms 3000 idle-ms 400}}]
-   (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
-     (let [out (.getOutputStream s)]
-       (try (.write out (->bytes data)) (.flush out)
-            (catch SocketException _ nil))
-       (case then
-         :close nil
-         :half-close (do (try (.shutdownOutput s) (catch IOException _ nil))
-                         (read-all s timeout-ms idle-ms))
-         :read (read-all s timeout-ms idle-ms))))))
-
-(defn- closed? [r] (contains? #{:eof :reset} (:end r)))
-
-(defn- statuses
-  "The status codes of every response in a raw byte stream, in order."
-  [resp]
-  (mapv #(Long/parseLong (second %)) (re-seq #"HTTP/1\.[01] (\d{3}) " (str resp))))
 
 (def ^:private after-req "GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 

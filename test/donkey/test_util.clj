@@ -1,8 +1,8 @@
 (ns donkey.test-util
   "Helpers shared by the test namespaces: real servers on :port 0, real HTTP clients."
   (:require [donkey.server :as server])
-  (:import (java.io BufferedReader InputStream InputStreamReader OutputStream)
-           (java.net Socket URI)
+  (:import (java.io BufferedReader IOException InputStream InputStreamReader OutputStream)
+           (java.net Socket SocketException SocketTimeoutException URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers
                           HttpResponse HttpResponse$BodyHandlers)
            (java.nio.charset StandardCharsets)
@@ -78,3 +78,60 @@
 
 (defn status-line [^String raw-response]
   (first (.split raw-response "\r\n" 2)))
+
+;; ---------------------------------------------------------------------------------------------
+;; raw connections: requests written as bytes, answers read as text
+
+(defn ->bytes ^bytes [data]
+  (if (bytes? data) data (.getBytes (str data) StandardCharsets/ISO_8859_1)))
+
+(defn now-ms ^long [] (quot (System/nanoTime) 1000000))
+
+(defn read-all
+  "Reads from `s` until the server closes (:eof), resets (:reset), `idle-ms` pass without a
+  byte once something has arrived, or `timeout-ms` pass in all (:timeout)."
+  [^Socket s timeout-ms idle-ms]
+  (let [in (.getInputStream s)
+        buf (byte-array 65536)
+        sb (StringBuilder.)
+        deadline (+ (now-ms) (long timeout-ms))]
+    (loop []
+      (let [left (- deadline (now-ms))]
+        (if (<= left 0)
+          {:resp (str sb) :end :timeout}
+          (let [wait (if (pos? (.length sb)) (min left (long idle-ms)) left)
+                _ (.setSoTimeout s (int (max 1 wait)))
+                r (try (.read in buf)
+                       (catch SocketTimeoutException _ (if (pos? (.length sb)) :idle :wait))
+                       (catch SocketException _ :reset))]
+            (cond
+              (= :idle r) {:resp (str sb) :end :idle}
+              (= :wait r) (recur)
+              (= :reset r) {:resp (str sb) :end :reset}
+              (neg? (long r)) {:resp (str sb) :end :eof}
+              :else (do (.append sb (String. buf 0 (int r) StandardCharsets/ISO_8859_1))
+                        (recur)))))))))
+
+(defn exchange
+  "Opens a connection, writes `data` (a String sent as ISO-8859-1, or bytes) and then:
+  :read (default) reads the answer; :half-close shuts the output first (the server sees EOF);
+  :close closes the socket at once without reading (returns nil). Returns
+  {:resp String :end (:eof | :reset | :idle | :timeout)}: :eof/:reset mean the server closed."
+  ([data] (exchange data {}))
+  ([data {:keys [then timeout-ms idle-ms] :or {then :read timeout-ms 3000 idle-ms 400}}]
+   (with-open [s (Socket. "127.0.0.1" (int *port*))]
+     (let [out (.getOutputStream s)]
+       (try (.write out (->bytes data)) (.flush out)
+            (catch SocketException _ nil))
+       (case then
+         :close nil
+         :half-close (do (try (.shutdownOutput s) (catch IOException _ nil))
+                         (read-all s timeout-ms idle-ms))
+         :read (read-all s timeout-ms idle-ms))))))
+
+(defn closed? [r] (contains? #{:eof :reset} (:end r)))
+
+(defn statuses
+  "The status codes of every response in a raw byte stream, in order."
+  [resp]
+  (mapv #(Long/parseLong (second %)) (re-seq #"HTTP/1\.[01] (\d{3}) " (str resp))))
