@@ -93,6 +93,16 @@
                            "GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))]
         (is (str/starts-with? resp "HTTP/1.1 503"))
         (is (str/includes? resp "ok /after")))))
+  (testing "an :idle-timeout shorter than the handler does not cut the connection it owes an answer"
+    (doseq [[mode handler opts] [[:sync (fn [_] (Thread/sleep 2000) {:status 200 :body "late"}) {}]
+                                 [:async (fn [_ respond _] (future (Thread/sleep 2000) (respond {:status 200})))
+                                  {:async? true}]]]
+      (with-server handler (merge {:idle-timeout 500 :request-timeout 700} opts)
+        (let [t0 (System/nanoTime)
+              resp (raw "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" 5000)
+              ms (/ (- (System/nanoTime) t0) 1e6)]
+          (is (str/starts-with? resp "HTTP/1.1 503") (str mode ": " (pr-str resp)))
+          (is (< 650 ms 1900) (str mode ": after " (long ms) " ms"))))))
   (testing ":request-timeout 0 means no limit"
     (with-server (fn [_] (Thread/sleep 300) {:status 200 :body "fine"}) {:request-timeout 0}
       (is (= "fine" (:body (GET "/")))))))

@@ -150,16 +150,48 @@
             (is (< (alength big) (read-fully s (* 1024 1024) 150) (+ (alength big) head-bytes))
                 "the whole file arrived")))))))
 
-(deftest idle-timeout-bounds-an-async-route-waiting-for-its-body
-  (with-server {:routes [{:path "/" :methods [:post] :handler-mode :non-blocking
-                          :handler (fn [_ respond _] (respond {:status 200 :body "never"}))}]}
-    {:idle-timeout 600 :header-timeout 60000}
-    (with-open [s (send-raw "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")]
-      (let [t0 (System/nanoTime)
-            closed (closed-by-server? s 5000)
-            ms (/ (- (System/nanoTime) t0) 1e6)]
-        (is closed "a body that stopped arriving ends in a close")
-        (is (< ms 3000) (str "after " (long ms) " ms"))))))
+(defn- read-to-end
+  "Everything the server sends on `s` until it closes the connection; nil when it has not
+  closed it within `ms`."
+  [^Socket s ms]
+  (.setSoTimeout s (int ms))
+  (let [in (.getInputStream s) buf (byte-array 8192) sb (StringBuilder.)]
+    (try (loop []
+           (let [n (.read in buf)]
+             (if (neg? n)
+               (str sb)
+               (do (.append sb (String. buf 0 n StandardCharsets/ISO_8859_1)) (recur)))))
+         (catch SocketTimeoutException _ nil)
+         (catch SocketException _ (str sb)))))
+
+(deftest a-stalled-body-read-before-an-async-handler-gets-408
+  (doseq [[what opts] [["the idle timeout, when shorter" {:idle-timeout 600 :body-timeout 60000}]
+                       ["the body timeout, when shorter" {:idle-timeout 60000 :body-timeout 600}]]]
+    (testing what
+      (let [called (atom false)]
+        (with-server {:routes [{:path "/" :methods [:post] :handler-mode :non-blocking
+                                :handler (fn [_ respond _] (reset! called true)
+                                           (respond {:status 200 :body "never"}))}]}
+          (merge {:header-timeout 60000} opts)
+          (with-open [s (send-raw "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")]
+            (let [t0 (System/nanoTime)
+                  resp (read-to-end s 5000)
+                  ms (/ (- (System/nanoTime) t0) 1e6)]
+              (is (some? resp) "a body that stopped arriving ends in a close")
+              (is (str/starts-with? (str resp) "HTTP/1.1 408 ") (pr-str resp))
+              (is (< 450 ms 3000) (str "after " (long ms) " ms"))
+              (is (not @called) "the handler never ran"))))))))
+
+(deftest a-trickling-body-read-before-an-async-handler
+  (testing "bytes that keep arriving within :body-timeout keep the request alive"
+    (with-server {:routes [{:path "/" :methods [:post] :handler-mode :non-blocking
+                            :handler (fn [req respond _]
+                                       (respond {:status 200 :body (str "got " (count (slurp (:body req))))}))}]}
+      {:body-timeout 800 :idle-timeout 800}
+      (with-open [s (send-raw "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\nConnection: close\r\n\r\n")]
+        (let [out (.getOutputStream s)]
+          (dotimes [_ 8] (Thread/sleep 300) (.write out (int \a)) (.flush out))
+          (is (str/ends-with? (str (read-to-end s 5000)) "got 8")))))))
 
 (deftest slow-body-fails-the-handler-read
   (let [error (promise)]

@@ -593,3 +593,37 @@
         (is (= (:params-keys t) (:params-keys o)))
         (is (= "cr\u00e8me br\u00fbl\u00e9e \u2603" (get-in o [:multipart "caf\u00e9"])))
         (is (= "\u00e9t\u00e9" (get-in o [:multipart "latin"])))))))
+
+(deftest temp-files-go-when-an-async-handler-never-answers
+  ;; the request timeout answers 503 for the handler; the upload's temp files must not stay
+  (let [dir (temp-dir)
+        seen (promise)
+        handler (mp/wrap-multipart-params
+                 (fn [req _respond _raise]
+                   (deliver seen (.exists ^File (:tempfile (get-in req [:multipart-params "f"])))))
+                 {:temp-dir dir})
+        b (body [{:name "f" :filename "up.bin" :content (byte-array 50000 (byte 7))}])]
+    (doseq [[what server-handler opts] [["async server" handler {:async? true}]
+                                        ["non-blocking route"
+                                         {:routes [{:path "/up" :methods [:post] :handler-mode :non-blocking
+                                                    :handler handler}]}
+                                         {}]]]
+      (testing what
+        (with-server server-handler (merge {:request-timeout 400 :max-body-size (* 1024 1024)} opts)
+          (let [r (request :post "/up" {:body b :headers {"content-type" (str "multipart/form-data; boundary=" boundary)}})]
+            (is (= 503 (:status r)))
+            (is (true? (deref seen 1000 nil)) "the handler saw its file")
+            (Thread/sleep 1000)
+        (is (eventually #(empty? (files-in dir))) (str "left behind: " (files-in dir)))))))
+    (testing "and when the client goes away before any answer (the files go at the timeout at the latest)"
+      (with-server handler {:async? true :request-timeout 1000 :max-body-size (* 1024 1024)}
+        (with-open [s (java.net.Socket. "127.0.0.1" (int u/*port*))]
+          (doto (.getOutputStream s)
+            (.write (.getBytes (str "POST /up HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary="
+                                    boundary "\r\nContent-Length: " (alength b) "\r\n\r\n")
+                               StandardCharsets/ISO_8859_1))
+            (.write b)
+            (.flush))
+          (is (eventually #(seq (files-in dir))) "the upload was parsed"))
+        (Thread/sleep 1000)
+        (is (eventually #(empty? (files-in dir))) (str "left behind: " (files-in dir)))))))

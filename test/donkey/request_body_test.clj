@@ -155,3 +155,57 @@
       (is (re-find #"request body could not be read: .*(?i)clos" (str (deref error 5000 nil)))
           "the handler's read fails instead of hanging")
       (is (= 200 (:status (request :get "/")))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; bodies read whole before an async handler runs
+
+(defn- event-loop-allocation
+  "Bytes allocated so far by the threads of Vert.x's event loops."
+  ^long []
+  (let [^com.sun.management.ThreadMXBean mx (java.lang.management.ManagementFactory/getThreadMXBean)]
+    (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
+                      :when (str/includes? (.getName t) "eventloop")]
+                  (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
+
+(deftest a-declared-length-reserves-nothing
+  ;; memory grows with the bytes that arrive: heads that announce 16 MiB each and send
+  ;; nothing more cost the server next to nothing
+  (doseq [[what handler] [["async handler" {:async? true}]
+                          ["non-blocking route" {:routes true}]]]
+    (testing what
+      (let [h (fn [req respond _] (respond {:status 200 :body (str (count (slurp (:body req))))}))]
+        (with-server (if (:routes handler)
+                       {:routes [{:path "/" :methods [:post] :handler-mode :non-blocking :handler h}]}
+                       h)
+          (merge {:event-loops 1 :body-timeout 30000} (dissoc handler :routes))
+          (let [before (event-loop-allocation)
+                socks (vec (for [_ (range 20)]
+                             (doto (Socket. "127.0.0.1" (int u/*port*))
+                               (send-headers (str "POST / HTTP/1.1\r\nHost: x\r\n"
+                                                  "Content-Length: 16777216\r\n\r\n"
+                                                  "a few bytes")))))]
+            (try
+              (Thread/sleep 500)
+              (let [grown (- (event-loop-allocation) before)]
+                (is (< grown (* 8 1024 1024))
+                    (str "20 heads declaring 16 MiB each made the event loop allocate "
+                         (quot grown 1024) " KiB")))
+              (finally (run! #(.close ^Socket %) socks))))
+          (testing "and a body that does arrive is whole"
+            (let [body (apply str (repeat 300000 "z"))]
+              (is (= (str (count body)) (:body (request :post "/" {:body body})))))))))))
+
+(deftest a-length-over-2-gib-is-answered
+  ;; a buffered body lives in one array, so one over 2 GiB is refused before it is read,
+  ;; whatever :max-body-size allows
+  (with-server (fn [req respond _] (respond {:status 200 :body "read"}))
+    {:async? true :max-body-size (* 5 1024 1024 1024)}
+    (doseq [length ["2147483648" "3000000000" "4294967295" "4294967296"]]
+      (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+        (.setSoTimeout s 3000)
+        (send-headers s (str "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: " length "\r\n\r\nabc"))
+        (let [buf (byte-array 4096)
+              n (try (.read (.getInputStream s) buf) (catch java.net.SocketTimeoutException _ -1))]
+          (is (str/starts-with? (String. buf 0 (max 0 n) StandardCharsets/ISO_8859_1) "HTTP/1.1 413")
+              length))))
+    (is (= "read" (:body (request :post "/" {:body "small"}))))))

@@ -3,7 +3,6 @@ package donkey.kernel;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.net.SocketAddress;
-import io.vertx.core.net.impl.ConnectionBase;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -16,9 +15,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of a server), {@code :header-timeout} (a connection must deliver each complete request head
  * within that time of opening or of its previous response, so a client trickling header bytes,
  * slowloris-style, cannot hold a connection forever), {@code :request-timeout} (a handler
- * that has not answered in time gets its client a 503) and {@code :idle-timeout} (a connection
- * on which no byte has moved either way for that long is closed: a keep-alive connection
- * between requests, or one whose response is stuck because the client stopped reading). The
+ * that has not answered in time gets its client a 503), {@code :body-timeout} for bodies read
+ * before the handler runs (a body that stops arriving for that long gets a 408) and
+ * {@code :idle-timeout} (a connection on which no byte has moved either way for that long is
+ * closed: a keep-alive connection between requests, or one whose response is stuck because
+ * the client stopped reading; never one that is still owed a response). The
  * timeouts are checked by a sweep every {@link #sweepPeriodMs} rather than a timer per
  * request, which would cost more than the rest of a small request's bookkeeping; the idle
  * check in particular replaces Netty's IdleStateHandler, which costs a promise and a listener
@@ -58,6 +59,11 @@ final class ConnectionGuard {
     /** Set by the connection's close handler. */
     boolean closed;
     /**
+     * Set when the client has shut down its side: the requests it sent are answered, then the
+     * connection is closed.
+     */
+    boolean inputShut;
+    /**
      * The idle check's last look: the request it saw (null once a response has ended but
      * still flushes), that request's bytes moved, the channel's unflushed bytes and the
      * progress of the message being written, and when any of them last changed.
@@ -72,9 +78,10 @@ final class ConnectionGuard {
   /** How often the sweep runs: a quarter of the shortest timeout, within 50..1000 ms. */
   static long sweepPeriodMs(ServerConfig config) {
     long shortest = Long.MAX_VALUE;
-    if (config.headerTimeoutMs > 0) shortest = config.headerTimeoutMs;
-    if (config.requestTimeoutMs > 0) shortest = Math.min(shortest, config.requestTimeoutMs);
-    if (config.idleTimeoutMs > 0) shortest = Math.min(shortest, config.idleTimeoutMs);
+    for (long t : new long[] {config.headerTimeoutMs, config.requestTimeoutMs,
+        config.asyncTimeoutMs(), config.idleTimeoutMs, config.bodyTimeoutMs}) {
+      if (t > 0) shortest = Math.min(shortest, t);
+    }
     return Math.max(50, Math.min(1000, shortest / 4));
   }
 
@@ -114,12 +121,37 @@ final class ConnectionGuard {
     s.localAddress = c.localAddress();
     s.ssl = c.isSsl();
     outbox.batchFlushes(c, s);
+    VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
     connections.put(c, s);
     c.closeHandler(v -> {
       s.closed = true;
       if (connections.remove(c) != null) open.decrementAndGet();
+      Exchange x = s.current;
+      if (x != null) x.connectionClosed();
     });
     return s;
+  }
+
+  /**
+   * The client shut down its side of {@code c}: it sends nothing more. A request whose head and
+   * body have arrived is still answered, then the connection is closed.
+   */
+  private static void inputShut(HttpConnection c, State s) {
+    s.inputShut = true;
+    closeIfDone(c, s);
+  }
+
+  /**
+   * After the client's end: closes {@code c} once nothing is in progress, and at once when the
+   * request in progress is still reading a body that can no longer arrive (the decoder drops an
+   * incomplete body quietly when the connection stays open for the answer).
+   */
+  private static void closeIfDone(HttpConnection c, State s) {
+    if (s.started == s.ended) {
+      c.close();
+    } else if (s.current != null && !s.current.requestEnded()) {
+      abort(c);
+    }
   }
 
   /**
@@ -144,33 +176,39 @@ final class ConnectionGuard {
    * The response to {@code e}, a request of {@code s}, has ended. (Vert.x may already have
    * started the next pipelined request, which is then {@code s.current} and stays so.)
    */
-  static void responseEnded(State s, Exchange e) {
+  static void responseEnded(State s, Exchange e, HttpConnection c) {
     s.ended++;
     if (s.current == e) s.current = null;
     s.idleSince = UNSTAMPED;
+    // (a pipelined request read before the client's end has started by now, see above)
+    if (s.inputShut) closeIfDone(c, s);
   }
 
   /**
    * Closes connections that have waited too long for a complete request head or been idle
-   * too long, and answers 503 for requests whose handler has not answered within
-   * {@code :request-timeout}.
+   * too long, answers 408 for bodies that stopped arriving before their handler could run, and
+   * 503 for requests whose handler has not answered within {@code :request-timeout} (or the
+   * async timeout, for a non-blocking handler).
    */
   void sweep() {
     if (connections.isEmpty()) return;
     long headerLimit = config.headerTimeoutMs * 1_000_000L;
     long requestLimit = config.requestTimeoutMs * 1_000_000L;
+    long asyncLimit = config.asyncTimeoutMs() * 1_000_000L;
     long idleLimit = config.idleTimeoutMs * 1_000_000L;
-    // between requests both limits apply to the same wait: the shorter one wins
-    long waitLimit = headerLimit <= 0 ? idleLimit
-        : idleLimit <= 0 ? headerLimit : Math.min(headerLimit, idleLimit);
+    // between requests both limits apply to the same wait: the shorter one wins; so they do
+    // for a body the kernel reads before its handler runs
+    long waitLimit = shorter(headerLimit, idleLimit);
+    long bodyLimit = shorter(config.bodyTimeoutMs * 1_000_000L, idleLimit);
     long now = System.nanoTime();
     List<HttpConnection> late = null;
     List<HttpConnection> stuck = null;
     List<Exchange> timedOut = null;
+    List<Exchange> bodyLate = null;
     for (Map.Entry<HttpConnection, State> e : connections.entrySet()) {
       HttpConnection c = e.getKey();
       State s = e.getValue();
-      ChannelOutboundBuffer out = outbound(c);
+      ChannelOutboundBuffer out = VertxInternals.outbound(c);
       long pending = out == null ? 0 : out.totalPendingWriteBytes();
       if (s.started == s.ended && pending == 0) {
         // between requests, nothing left to send
@@ -182,19 +220,30 @@ final class ConnectionGuard {
           if (late == null) late = new ArrayList<>();
           late.add(c);
         }
-      } else {
-        // a request in progress (its body being read, its handler running, its response
-        // being written), or an ended response whose bytes are still flushing
-        Exchange x = s.started == s.ended ? null : s.current;
-        if (x != null && x.dispatchedAt == UNSTAMPED) x.dispatchedAt = now;
-        if (requestLimit > 0 && x != null && x.unanswered() && x.dispatchedAt != 0
-            && now - x.dispatchedAt > requestLimit) {
-          if (timedOut == null) timedOut = new ArrayList<>();
-          timedOut.add(x);
-        } else if (idleLimit > 0 && idle(s, x, pending, out, now, idleLimit)) {
-          if (stuck == null) stuck = new ArrayList<>();
-          stuck.add(c);
+        continue;
+      }
+      // a request in progress (its body being read, its handler running, its response
+      // being written), or an ended response whose bytes are still flushing
+      Exchange x = s.started == s.ended ? null : s.current;
+      if (x != null && x.dispatchedAt == UNSTAMPED) x.dispatchedAt = now;
+      long quiet = quietFor(s, x, pending, out, now);
+      if (x != null && x.unanswered()) {
+        // owed a response: never idle; its body or its handler has a limit of its own
+        if (x.awaitsBody()) {
+          if (bodyLimit > 0 && quiet > bodyLimit) {
+            if (bodyLate == null) bodyLate = new ArrayList<>();
+            bodyLate.add(x);
+          }
+        } else if (x.dispatchedAt != 0) {
+          long limit = x.async() ? asyncLimit : requestLimit;
+          if (limit > 0 && now - x.dispatchedAt > limit) {
+            if (timedOut == null) timedOut = new ArrayList<>();
+            timedOut.add(x);
+          }
         }
+      } else if (idleLimit > 0 && quiet > idleLimit) {
+        if (stuck == null) stuck = new ArrayList<>();
+        stuck.add(c);
       }
     }
     if (late != null) {
@@ -206,17 +255,26 @@ final class ConnectionGuard {
     if (timedOut != null) {
       for (Exchange x : timedOut) x.timedOut();
     }
+    if (bodyLate != null) {
+      for (Exchange x : bodyLate) x.bodyTimedOut();
+    }
+  }
+
+  /** The shorter of two limits in ns, where 0 or less is none. */
+  private static long shorter(long a, long b) {
+    return a <= 0 ? b : b <= 0 ? a : Math.min(a, b);
   }
 
   /**
-   * True when nothing has moved on the connection since the sweep that first saw its current
-   * counts, {@code idleLimit} or more ago: neither the request's bytes read nor its response's
-   * bytes handed to Vert.x ({@code x} null: none in progress), nor the channel's unflushed
-   * bytes, nor the progress of the message being written (a file is one message, and Vert.x
-   * counts it as written when it hands it over).
+   * How long nothing has moved on the connection: 0 when something moved since the last sweep
+   * (or it is the first to look), else the time since the sweep that first saw its current
+   * counts. What counts: the request's bytes read and its response's bytes handed to Vert.x
+   * ({@code x} null: none in progress), the channel's unflushed bytes, and the progress of the
+   * message being written (a file is one message, and Vert.x counts it as written when it
+   * hands it over).
    */
-  private static boolean idle(State s, Exchange x, long pending, ChannelOutboundBuffer out,
-                              long now, long idleLimit) {
+  private static long quietFor(State s, Exchange x, long pending, ChannelOutboundBuffer out,
+                               long now) {
     long moved = x == null ? 0 : x.bytesMoved();
     long progress = out == null ? 0 : out.currentProgress();
     if (s.movedAt == 0 || s.watched != x || s.moved != moved || s.pending != pending
@@ -226,31 +284,14 @@ final class ConnectionGuard {
       s.pending = pending;
       s.progress = progress;
       s.movedAt = now;
-      return false;
+      return 0;
     }
-    return now - s.movedAt > idleLimit;
+    return now - s.movedAt;
   }
 
-  /** The channel's outbound buffer, or null when unknown or closed. Event loop. */
-  private static ChannelOutboundBuffer outbound(HttpConnection c) {
-    return c instanceof ConnectionBase
-        ? ((ConnectionBase) c).channel().unsafe().outboundBuffer() : null;
-  }
-
-  /**
-   * Closes {@code c} at once, whatever it is doing. {@link HttpConnection#close()} is a
-   * graceful shutdown in Vert.x 5 that waits for the response in progress to end, which a
-   * stalled or failed response never does, and so is a close of the channel, which Vert.x's
-   * handler intercepts the same way. This closes from Vert.x's handler context toward the
-   * socket, past that interception: the client sees the response cut short, Vert.x sees the
-   * connection closed, and a thread blocked writing the response gets an error. Any thread.
-   */
+  /** Closes {@code c} at once, whatever it is doing ({@link VertxInternals#abort}). */
   static void abort(HttpConnection c) {
-    if (c instanceof ConnectionBase) {
-      ((ConnectionBase) c).channelHandlerContext().close();
-    } else {
-      c.close();
-    }
+    VertxInternals.abort(c);
   }
 
   /** Open connections of the whole server. */

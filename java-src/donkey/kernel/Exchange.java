@@ -3,7 +3,9 @@ package donkey.kernel;
 import clojure.lang.AFn;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
+import donkey.ring.BodyBuffer;
 import donkey.ring.BodyInputStream;
+import donkey.ring.Framing;
 import donkey.ring.RequestMap;
 import donkey.ring.ResponseChannel;
 import donkey.ring.ResponseOutputStream;
@@ -19,10 +21,11 @@ import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
-import java.io.ByteArrayInputStream;
+import io.vertx.core.http.HttpVersion;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
+import java.util.ArrayList;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
@@ -63,8 +66,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private IPersistentMap pathParams;
   /** The matched route, or null without a route table. */
   private Route route;
-  private Buffer body;
+  /** An async handler's body while it arrives, read before the handler runs; else null. */
+  private BodyBuffer body;
   private boolean rejected;
+  /** Run once when this request is over ({@link RequestScope}); loop-confined, null if none. */
+  private ArrayList<Runnable> atEnd;
   private final ConnectionGuard.State connection;
   /** The streamed body of a blocking handler's request, or null. */
   private BodyInputStream bodyStream;
@@ -150,26 +156,63 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       onLoop(() -> handle(null));
       return;
     }
-    if (connection != null) ConnectionGuard.responseEnded(connection, this);
+    if (connection != null) ConnectionGuard.responseEnded(connection, this, req.connection());
     BodyInputStream in = bodyStream;
     if (in != null) in.discardRest();
+    runAtEnd();
   }
 
-  /** Event loop: routes, reads the body when there is one, then dispatches. */
+  /**
+   * Event loop: the connection closed while this request was in progress: nothing more can be
+   * sent for it.
+   */
+  void connectionClosed() {
+    runAtEnd();
+  }
+
+  /** Event loop: has {@code action} run once this request is over ({@link RequestScope}). */
+  void atEnd(Runnable action) {
+    if (atEnd == null) atEnd = new ArrayList<>(2);
+    atEnd.add(action);
+  }
+
+  private void runAtEnd() {
+    ArrayList<Runnable> actions = atEnd;
+    if (actions == null) return;
+    atEnd = null;
+    for (Runnable r : actions) {
+      try {
+        r.run();
+      } catch (Throwable t) {
+        LOG.log(Level.ERROR, "an action at the end of " + where() + " failed", t);
+      }
+    }
+  }
+
+  /**
+   * Event loop: checks the head ({@link HeadCheck}), routes, reads the body when there is one,
+   * then dispatches.
+   */
   void start() {
     ServerConfig cfg = loop.config;
     // watched by the idle check from here (its body may be read before dispatch); the request
     // timeout only counts from dispatch (dispatchedAt)
     if (connection != null) connection.current = this;
+    HeadCheck check = loop.headCheck;
+    String bad = check.check(req);
+    if (bad != null) {
+      answered = 1;
+      closeWith(400, bad);
+      return;
+    }
     // A request without framing headers has no body, and needs no other header of the kernel
     // unless the routes negotiate media types: its headers are scanned only if the handler
     // reads :headers (LazyRequestMap). Otherwise the one pass picks up every value needed,
     // with repeated headers joined.
-    MultiMap lines = req.headers();
-    String cl = lines.get(HttpHeaders.CONTENT_LENGTH);
-    String te = lines.get(HttpHeaders.TRANSFER_ENCODING);
+    String cl = check.contentLength;
+    String te = check.transferEncoding;
     if (cl != null || te != null || cfg.router != null && cfg.router.needsMediaTypes()) {
-      head = RequestMap.scan(lines);
+      head = RequestMap.scan(req.headers());
       cl = head.contentLength;
       te = head.transferEncoding;
     }
@@ -191,6 +234,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         length = -1;
       }
       if (length < 0) {
+        answered = 1;
         closeWith(400, "Bad Request: invalid Content-Length");
         return;
       }
@@ -199,9 +243,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       dispatch(null);
       return;
     }
-    if (length > cfg.maxBodySize) {
+    // an async handler's body is read whole into one array first
+    long limit = async ? Math.min(cfg.maxBodySize, BodyBuffer.MAX) : cfg.maxBodySize;
+    if (length > limit) {
       answered = 1;
-      if (length - cfg.maxBodySize > DRAIN_LIMIT) {
+      if (length - limit > DRAIN_LIMIT) {
         closeWith(413, "Payload Too Large");
       } else {
         rejectBody(413, "Payload Too Large");
@@ -212,7 +258,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       resp.writeContinue();
     }
     if (async) {
-      bufferBody(cfg, length);
+      bufferBody(chunked ? -1 : length, limit);
     } else {
       streamBody(cfg);
     }
@@ -220,27 +266,58 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
 
   /**
    * Event loop: a handler on the event loop cannot wait for its body, so the body is read whole
-   * (up to {@code :max-body-size}) before the handler runs.
+   * (up to {@code limit}) before the handler runs, into memory that grows with the bytes that
+   * arrive ({@link BodyBuffer}). A body that stops arriving for {@code :body-timeout} gets 408
+   * ({@link ConnectionGuard#sweep}), one that grows past the limit 413.
    */
-  private void bufferBody(ServerConfig cfg, long length) {
-    body = Buffer.buffer(length > 0 ? (int) length : 1024);
-    req.exceptionHandler(t -> rejected = true);
+  private void bufferBody(long declared, long limit) {
+    BodyBuffer b = new BodyBuffer(declared, limit);
+    body = b;
+    req.exceptionHandler(t -> {
+      // a broken body (bad chunk framing) or a vanished client: nothing to dispatch
+      rejected = true;
+      body = null;
+      if (ANSWERED.compareAndSet(this, 0, 1)) closeWith(400, "Bad Request: malformed request body");
+    });
     req.handler(chunk -> {
       if (rejected) return;
-      if ((long) body.length() + chunk.length() > cfg.maxBodySize) {
+      if (!b.append(chunk)) {
         body = null;
         answered = 1;
         rejectBody(413, "Payload Too Large");
-        return;
       }
-      body.appendBuffer(chunk);
     });
     req.endHandler(v -> {
-      if (rejected) return;
-      Buffer b = body;
+      if (rejected || answered != 0) return;
       body = null;
-      dispatch(new ByteArrayInputStream(b.getBytes()));
+      dispatch(b.stream());
     });
+  }
+
+  /**
+   * Event loop (the connection sweep): the body read before an async handler stopped arriving
+   * for {@code :body-timeout}; answers 408 and closes the connection.
+   */
+  void bodyTimedOut() {
+    if (!ANSWERED.compareAndSet(this, 0, 1)) return;
+    rejected = true;
+    body = null;
+    closeWith(408, "Request Timeout: the request body stopped arriving");
+  }
+
+  /** True while the body is read before the (async) handler runs: not dispatched yet. */
+  boolean awaitsBody() {
+    return body != null;
+  }
+
+  /** Event loop: true once the whole request, body included, has arrived. */
+  boolean requestEnded() {
+    return req.isEnded();
+  }
+
+  /** True when this request's handler is an async (non-blocking) one. */
+  boolean async() {
+    return async;
   }
 
   /**
@@ -323,8 +400,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     if (hasBody) {
       closeWith(m.status, m.message);
     } else {
-      resp.setStatusCode(m.status);
-      plain(m.message);
+      plain(m.status, m.message);
     }
     return false;
   }
@@ -461,22 +537,68 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
 
   /**
    * Event loop (the connection sweep): the handler did not answer within
-   * {@code :request-timeout}; answers 503. The handler's thread is not interrupted; whatever
-   * it answers later is dropped and logged.
+   * {@code :request-timeout} (or the async timeout); answers 503, or with what the
+   * {@code :async-timeout-handler} answers for an async handler. The handler's thread is not
+   * interrupted; whatever it answers later is dropped and logged.
    */
   void timedOut() {
     if (!ANSWERED.compareAndSet(this, 0, 1)) return;
     timedOut = true;
-    LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; answered 503",
-        where(), loop.config.requestTimeoutMs);
+    ServerConfig cfg = loop.config;
+    IFn onTimeout = async ? cfg.asyncTimeoutHandler : null;
+    LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; {2}", where(),
+        async ? cfg.asyncTimeoutMs() : cfg.requestTimeoutMs,
+        onTimeout != null ? "calling the :async-timeout-handler" : "answered 503");
     if (resp.headWritten()) {
       ConnectionGuard.abort(req.connection());
+    } else if (onTimeout != null) {
+      TimeoutAnswer answer = new TimeoutAnswer();
+      try {
+        onTimeout.invoke(request, answer, answer.raise);
+      } catch (Throwable t) {
+        answer.raise.invoke(t);
+      }
     } else if (req.isEnded()) {
       ResponseWriter.clearHeaders(resp);
-      resp.setStatusCode(503);
-      plain("Service Unavailable: the request timed out");
+      plain(503, "Service Unavailable: the request timed out");
     } else {
       closeWith(503, "Service Unavailable: the request timed out");
+    }
+  }
+
+  /**
+   * The {@code respond} and {@code raise} given to the {@code :async-timeout-handler}: the
+   * request is already claimed by the timeout, so these write its answer, the first call only.
+   */
+  private final class TimeoutAnswer extends AFn {
+    private volatile int called;
+    final IFn raise = new AFn() {
+      @Override
+      public Object invoke(Object error) {
+        if (once()) {
+          fail(error instanceof Throwable ? (Throwable) error
+              : new IllegalArgumentException("raise called with " + error));
+        }
+        return null;
+      }
+    };
+
+    private boolean once() {
+      synchronized (this) {
+        if (called != 0) return false;
+        called = 1;
+        return true;
+      }
+    }
+
+    @Override
+    public Object invoke(Object response) {
+      if (once()) {
+        complete(response);
+      } else {
+        late(response, null);
+      }
+      return null;
     }
   }
 
@@ -550,12 +672,14 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         endFixed(r);
         return;
       }
-      ResponseWriter.writeHead(resp, r, HttpDate.current(), loop.serverHeader);
+      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
+      int framing = framing(resp.getStatusCode());
       Object b = r.valAt(ResponseWriter.BODY);
       if (kind == ResponseWriter.Kind.FILE) {
-        ResponseWriter.sendFile(resp, (java.io.File) b);
+        ResponseWriter.sendFile(resp, (java.io.File) b, framing);
       } else {
-        ResponseChannel.open(resp, (StreamingBody) b, req.method() == HttpMethod.HEAD);
+        if (framing == Framing.BODY && http10()) closing(); // delimited by the close
+        ResponseChannel.open(resp, (StreamingBody) b, framing, http10(), this::closeGracefully);
       }
     } catch (Throwable t) {
       fail(t);
@@ -570,8 +694,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    */
   private void endFixed(IPersistentMap r) {
     int status = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
-    Buffer b = ResponseWriter.writeFixed(resp, r, HttpDate.current(), loop.serverHeader,
-        lengthFromBody(status));
+    Buffer b = ResponseWriter.writeFixed(resp, r, loop.answers.date(), loop.serverHeader,
+        framing(status));
     ResponseWriter.status(resp, status);
     // (not ResponseWriter.end: one call less on the loop's path, see complete)
     if (b == null) {
@@ -581,12 +705,28 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
+  /** How a response with {@code status} to this request is framed ({@link Framing#of}). */
+  private int framing(int status) {
+    return Framing.of(status, req.method() == HttpMethod.HEAD);
+  }
+
+  /** True for an HTTP/1.0 request: a body of unknown length is delimited by the close. */
+  private boolean http10() {
+    return req.version() == HttpVersion.HTTP_1_0;
+  }
+
   /**
-   * True when a fixed response with {@code status} carries a {@code Content-Length} (set by
-   * {@link ResponseWriter#fixedBody}): not for HEAD requests or 304, as Vert.x does it.
+   * Any thread: the connection closes after this response, so requests read behind it are not
+   * served (a task on the loop, queued before the response's end is).
    */
-  private boolean lengthFromBody(int status) {
-    return status != 304 && req.method() != HttpMethod.HEAD;
+  private void closing() {
+    if (connection != null) onLoop(() -> connection.closing = true);
+  }
+
+  /** Any thread: closes the connection once what was written has gone out. */
+  private void closeGracefully() {
+    closing();
+    req.connection().close();
   }
 
   /**
@@ -600,8 +740,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     // loop ever after. A closed connection is seen by endPrepared.
     try {
       preparedStatus = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
-      prepared = ResponseWriter.writeFixed(resp, r, HttpDate.current(), loop.serverHeader,
-          lengthFromBody(preparedStatus));
+      prepared = ResponseWriter.writeFixed(resp, r, loop.answers.date(), loop.serverHeader,
+          framing(preparedStatus));
     } catch (Throwable t) {
       fail(t);
       return;
@@ -636,20 +776,32 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     return c != null && Thread.currentThread() == loop.thread ? c.closed : resp.closed();
   }
 
-  /** Worker thread: streams a blocking body with flow control. */
+  /**
+   * Worker thread: streams a blocking body with flow control. The handler's framing headers
+   * are the kernel's to decide ({@link ResponseOutputStream}): an invalid Content-Length gets
+   * a 500 before anything is sent.
+   */
   private void stream(IPersistentMap r) {
     if (resp.closed()) {
       ResponseWriter.discard(r);
       return;
     }
-    ResponseOutputStream os = new ResponseOutputStream(resp, req.method() == HttpMethod.HEAD);
+    ResponseOutputStream os = null;
     try {
       watchEnd();
-      ResponseWriter.writeHead(resp, r, HttpDate.current(), loop.serverHeader);
-      ResponseWriter.stream(resp, r, os, loop.config.streamableWriter);
+      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
+      MultiMap h = resp.headers();
+      long declared = Framing.declared(h);
+      h.remove(HttpHeaders.CONTENT_LENGTH);
+      h.remove(HttpHeaders.TRANSFER_ENCODING);
+      os = new ResponseOutputStream(resp, framing(resp.getStatusCode()), declared, http10(),
+          this::closing, this::closeGracefully, where());
+      // an async handler's StreamableResponseBody may hand the stream on and return: the
+      // response then ends when the stream is closed (Ring's async contract)
+      ResponseWriter.stream(resp, r, os, loop.config.streamableWriter, async);
     } catch (Throwable t) {
       ResponseWriter.discard(r);
-      if (os.committed()) {
+      if (os != null && os.committed()) {
         if (!resp.closed()) {
           LOG.log(Level.ERROR, "response body of " + where() + " failed after the head was sent;"
               + " closing the connection", t);
@@ -690,8 +842,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         }
         ResponseWriter.clearHeaders(resp);
       }
-      resp.setStatusCode(500);
-      plain(ERROR_500);
+      plain(500, ERROR_500);
     });
   }
 
@@ -709,9 +860,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       if (dropped[0] > DRAIN_LIMIT) req.connection().close();
     });
     if (resp.closed() || resp.ended()) return;
-    resp.setStatusCode(status);
     ResponseWriter.clearHeaders(resp);
-    plain(message);
+    plain(status, message);
   }
 
   /** Event loop: answers {@code status} with a short text body and closes the connection. */
@@ -723,24 +873,17 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
     watchEnd();
     String allow = resp.headers().get(HttpHeaders.ALLOW);
-    resp.setStatusCode(status);
     ResponseWriter.clearHeaders(resp);
     if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
-    resp.putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
     // Vert.x would wait for the rest of the request before closing; requests already read
     // behind this one are dropped (ServerVerticle skips a closing connection's requests).
-    resp.putHeader(HttpHeaders.DATE, HttpDate.current());
-    if (loop.serverHeader != null) resp.putHeader(HttpHeaders.SERVER, loop.serverHeader);
-    resp.putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8");
-    resp.end(message).onComplete(v -> req.connection().close());
+    loop.answers.end(resp, status, message, true).onComplete(v -> req.connection().close());
   }
 
-  private void plain(String message) {
+  /** Event loop: answers {@code status} with a short text body; the connection stays. */
+  private void plain(int status, String message) {
     watchEnd();
-    resp.putHeader(HttpHeaders.DATE, HttpDate.current());
-    if (loop.serverHeader != null) resp.putHeader(HttpHeaders.SERVER, loop.serverHeader);
-    resp.putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8");
-    resp.end(message);
+    loop.answers.end(resp, status, message, false);
   }
 
   /**

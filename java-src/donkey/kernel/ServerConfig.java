@@ -52,6 +52,18 @@ public final class ServerConfig {
   public boolean shutdownHook;
   /** A handler that has not answered after this many ms gets a 503 (0 = no limit). */
   public long requestTimeoutMs = 60_000;
+  /**
+   * The ms an async (non-blocking) handler has to answer; -1 = the same as
+   * {@link #requestTimeoutMs}; 0 = no limit.
+   */
+  public long asyncTimeoutMs = -1;
+  /**
+   * Ring 1.9's {@code (fn [request respond raise])}, called on the event loop when an async
+   * handler times out, to answer in its place; null = the 503.
+   */
+  public IFn asyncTimeoutHandler;
+  /** False: no {@code Date} header on any response. */
+  public boolean sendDateHeader = true;
   /** How long {@link Server#stop} waits for in-flight requests, in ms. */
   public long shutdownTimeoutMs = 30_000;
   /** Value of the {@code Server} response header, or null to send none. */
@@ -65,4 +77,9 @@ public final class ServerConfig {
   public IFn streamableWriter;
   /** {@code (fn [body])} true when {@link #streamableWriter} can write this body. */
   public IFn streamablePred;
+
+  /** The limit for async handlers in ms, resolved: {@link #asyncTimeoutMs}, or the request one. */
+  long asyncTimeoutMs() {
+    return asyncTimeoutMs < 0 ? requestTimeoutMs : asyncTimeoutMs;
+  }
 }

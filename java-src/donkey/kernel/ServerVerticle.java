@@ -1,21 +1,16 @@
 package donkey.kernel;
 
 import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.AsciiString;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
-import io.vertx.core.http.HttpServer;
-import io.netty.handler.codec.http.TooLongHttpHeaderException;
-import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.vertx.core.http.HttpConnection;
-import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
-import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.HttpVersion;
-import io.vertx.core.http.impl.http1.Http1ServerConnection;
-import io.vertx.core.internal.ContextInternal;
-import io.vertx.core.net.impl.SocketAddressImpl;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
@@ -32,6 +27,12 @@ final class ServerVerticle extends VerticleBase {
   /** Where {@link #workers} leave finished responses for this loop; set in start. */
   volatile Outbox outbox;
   final CharSequence serverHeader;
+  /** The kernel's own text answers, with this server's Date and Server settings. */
+  final PlainAnswers answers;
+  /** The checks of each request head; loop-confined scratch. */
+  final HeadCheck headCheck = new HeadCheck();
+  /** The verticle whose event loop the current thread is, for {@link RequestScope}. */
+  private static final ThreadLocal<ServerVerticle> LOOP = new ThreadLocal<>();
   private final int port;
   /** This verticle's event-loop context; set in {@link #start}. */
   volatile io.vertx.core.Context eventLoop;
@@ -93,13 +94,20 @@ final class ServerVerticle extends VerticleBase {
     this.port = port;
     this.guard = new ConnectionGuard(config, openConnections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
+    this.answers = new PlainAnswers(serverHeader, config.sendDateHeader);
+  }
+
+  /** The verticle of the event loop running the calling thread, or null on any other thread. */
+  static ServerVerticle current() {
+    return LOOP.get();
   }
 
   @Override
   public Future<?> start() {
     eventLoop = context;
     thread = Thread.currentThread();
-    netty = ((ContextInternal) context).nettyEventLoop();
+    LOOP.set(this);
+    netty = VertxInternals.nettyLoop(context);
     Outbox o = new Outbox(netty, TimeUnit.MILLISECONDS.toNanos(Outbox.MAX_HOLD_MS),
         TimeUnit.MILLISECONDS.toNanos(Workers.STALL_MS));
     workers.register(o);
@@ -126,9 +134,7 @@ final class ServerVerticle extends VerticleBase {
         .connectionHandler(this::accept)
         .requestHandler(this::request)
         .invalidRequestHandler(this::invalid);
-    // A negative port asks Vert.x for one random port shared by every instance that asks for
-    // the same negative port; SocketAddress.inetSocketAddress refuses it, the impl does not.
-    return http.listen(new SocketAddressImpl(port, config.host));
+    return http.listen(VertxInternals.listenAddress(port, config.host));
   }
 
   /** Stops accepting; in-flight requests get up to the shutdown timeout to finish. */
@@ -147,9 +153,7 @@ final class ServerVerticle extends VerticleBase {
    */
   private void accept(HttpConnection c) {
     ConnectionGuard.State s = guard.accept(c);
-    if (s != null && c instanceof Http1ServerConnection) {
-      ((Http1ServerConnection) c).handler(r -> request(r, s));
-    }
+    if (s != null) VertxInternals.handleRequests(c, r -> request(r, s));
   }
 
   /** Event loop: a request head has arrived on a connection without a handler of its own. */
@@ -161,7 +165,8 @@ final class ServerVerticle extends VerticleBase {
    * Event loop: a request head has arrived on the connection whose state is {@code s}. A
    * version other than HTTP/1.0 or 1.1 (the decoder lets {@code HTTP/9.9} through, with no
    * version) is answered 505 and the connection closed, as Vert.x's own request handler,
-   * which the per-connection one replaces, answers it 501.
+   * which the per-connection one replaces, answers it 501; a version that is not
+   * {@code HTTP/} something gets 400.
    */
   private void request(HttpServerRequest r, ConnectionGuard.State s) {
     if (s != null) s.started++;
@@ -173,7 +178,11 @@ final class ServerVerticle extends VerticleBase {
     HttpVersion v = r.version();
     if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0) {
       if (s != null) s.closing = true;
-      closeWith(r, 505, "HTTP Version Not Supported");
+      if (VertxInternals.protocol(r).startsWith("HTTP/")) {
+        answers.raw(r.connection(), 505, "HTTP Version Not Supported");
+      } else {
+        answers.raw(r.connection(), 400, "Bad Request: malformed request line");
+      }
       return;
     }
     new Exchange(this, r, s).start();
@@ -182,34 +191,26 @@ final class ServerVerticle extends VerticleBase {
   /**
    * Event loop: answers a request the decoder could not parse (414 for a request line over
    * {@code :max-initial-line-length}, 431 for headers over {@code :max-header-size}, 400
-   * otherwise) with a short text body, then closes the connection.
+   * otherwise) with a short text body, then closes the connection; or only closes it when an
+   * earlier answer on it already said {@code Connection: close} (what follows such an answer
+   * is not read as a request).
    */
   private void invalid(HttpServerRequest r) {
-    Throwable cause = r.decoderResult().cause();
-    int status;
-    String message;
-    if (cause instanceof TooLongHttpLineException) {
-      status = 414;
-      message = "URI Too Long";
-    } else if (cause instanceof TooLongHttpHeaderException) {
-      status = 431;
-      message = "Request Header Fields Too Large";
-    } else {
-      status = 400;
-      message = "Bad Request: malformed request line or headers";
+    HttpConnection c = r.connection();
+    ConnectionGuard.State s = guard.requestStarted(c);
+    if (s != null && s.closing) {
+      c.close();
+      return;
     }
-    closeWith(r, status, message);
-  }
-
-  /** Event loop: answers {@code status} with a short text body, then closes the connection. */
-  private void closeWith(HttpServerRequest r, int status, String message) {
-    HttpServerResponse resp = r.response();
-    resp.setStatusCode(status)
-        .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
-        .putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE)
-        .putHeader(HttpHeaders.DATE, HttpDate.current());
-    if (serverHeader != null) resp.putHeader(HttpHeaders.SERVER, serverHeader);
-    resp.end(message).onComplete(v -> r.connection().close());
+    if (s != null) s.closing = true;
+    Throwable cause = r.decoderResult().cause();
+    if (cause instanceof TooLongHttpLineException) {
+      answers.raw(c, 414, "URI Too Long");
+    } else if (cause instanceof TooLongHttpHeaderException) {
+      answers.raw(c, 431, "Request Header Fields Too Large");
+    } else {
+      answers.raw(c, 400, "Bad Request: malformed request line or headers");
+    }
   }
 
   /**

@@ -45,9 +45,7 @@ final class LazyRequestMap extends APersistentMap
 
   // taken when the map is made, on the event loop
   private final transient MultiMap headerLines;
-  /** True for an origin-form request target ({@code /path}): the Host header names the server. */
-  private final boolean originForm;
-  /** Vert.x's authority of a request whose target is not origin-form, else null. */
+  /** The authority of an absolute-form target, else null (the Host header names the server). */
   private final transient HostAndPort absolute;
   private final transient SocketAddress local;
   private final String uri;
@@ -88,8 +86,8 @@ final class LazyRequestMap extends APersistentMap
     }
   }
 
-  LazyRequestMap(MultiMap headerLines, RequestMap.Head head, boolean originForm,
-                 HostAndPort absolute, SocketAddress local, String uri, String queryString,
+  LazyRequestMap(MultiMap headerLines, RequestMap.Head head, HostAndPort absolute,
+                 SocketAddress local, String uri, String queryString,
                  Object method, Object scheme, String protocol, InputStream body,
                  IPersistentMap pathParams, String peer, boolean trustForwardedFor) {
     this.headerLines = headerLines;
@@ -97,7 +95,6 @@ final class LazyRequestMap extends APersistentMap
     // request. A thread that gets this map without a happens-before edge and sees null only
     // scans the headers again (headerLines is final), so nothing depends on the ordering.
     HEAD.set(this, head);
-    this.originForm = originForm;
     this.absolute = absolute;
     this.local = local;
     this.uri = uri;
@@ -123,7 +120,7 @@ final class LazyRequestMap extends APersistentMap
   private RequestMap.Authority authority() {
     RequestMap.Authority a = authority;
     if (a == null) {
-      authority = a = RequestMap.authority(originForm ? head().host : null, absolute, local);
+      authority = a = RequestMap.authority(absolute == null ? head().host : null, absolute, local);
     }
     return a;
   }

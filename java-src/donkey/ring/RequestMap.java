@@ -200,9 +200,8 @@ public final class RequestMap {
                                      boolean trustForwardedFor, IPersistentMap pathParams,
                                      String peer, SocketAddress local, boolean ssl) {
     String uri = req.uri();
-    boolean originForm = uri.startsWith("/");
-    return new LazyRequestMap(req.headers(), head, originForm,
-        originForm ? null : req.authority(), local, req.path(), req.query(),
+    HostAndPort absolute = uri.startsWith("/") ? null : targetAuthority(uri);
+    return new LazyRequestMap(req.headers(), head, absolute, local, req.path(), req.query(),
         method(req.method()), ssl ? HTTPS : HTTP, protocol(req.version()), body,
         pathParams, peer, trustForwardedFor);
   }
@@ -263,17 +262,54 @@ public final class RequestMap {
   }
 
   /**
-   * {@code :server-name} and {@code :server-port}: from the Host header of an origin-form
-   * request (RFC 9112 3.2), else from Vert.x's authority of the request target; what is
-   * missing or unusable comes from the local socket address. Any thread.
+   * The authority of an absolute-form request target ({@code http://a.example:81/x} gives
+   * {@code a.example:81}, userinfo included if the client sent one), or null for any other
+   * form of target. Any thread.
+   */
+  public static String absoluteAuthority(String target) {
+    int colon = target.indexOf(':');
+    if (colon <= 0 || !target.startsWith("//", colon + 1)) return null;
+    for (int i = 0; i < colon; i++) {
+      char c = target.charAt(i);
+      boolean scheme = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+          || i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.');
+      if (!scheme) return null;
+    }
+    int start = colon + 3;
+    int end = start;
+    while (end < target.length() && "/?#".indexOf(target.charAt(end)) < 0) end++;
+    return target.substring(start, end);
+  }
+
+  /**
+   * The host and port an absolute-form target names (RFC 9112 3.2.2: they, not the Host
+   * header, identify the server), its scheme's default port when it names none; null for
+   * another form of target, or an authority that does not parse (the kernel has answered those
+   * 400 already).
+   */
+  static HostAndPort targetAuthority(String target) {
+    String a = absoluteAuthority(target);
+    if (a == null || a.isEmpty()) return null;
+    int defaultPort = target.regionMatches(true, 0, "https:", 0, 6) ? 443
+        : target.regionMatches(true, 0, "http:", 0, 5) ? 80 : -1;
+    return HostAndPort.parseAuthority(a, defaultPort);
+  }
+
+  /**
+   * {@code :server-name} and {@code :server-port}: from the authority of an absolute-form
+   * request target, else from the Host header (RFC 9112 3.2); what is missing or unusable comes
+   * from the local socket address. Any thread.
    *
-   * @param host the Host header of an origin-form request, else null
-   * @param absolute Vert.x's authority when the target is not origin-form, else null
+   * @param host the Host header when the target is not absolute-form, else null
+   * @param absolute the absolute-form target's authority, else null
    */
   static Authority authority(String host, HostAndPort absolute, SocketAddress local) {
     String serverName = null;
     int serverPort = -1;
-    if (host != null) {
+    if (absolute != null) {
+      serverName = absolute.host();
+      serverPort = absolute.port();
+    } else if (host != null) {
       int colon = host.lastIndexOf(':');
       if (colon > 0 && host.indexOf(']', colon) < 0) {
         serverName = host.substring(0, colon);
@@ -281,17 +317,16 @@ public final class RequestMap {
       } else {
         serverName = host;
       }
-      if (serverName.length() > 1 && serverName.charAt(0) == '[' && serverName.endsWith("]")) {
-        serverName = serverName.substring(1, serverName.length() - 1);
-      }
-    } else if (absolute != null) {
-      serverName = absolute.host();
-      serverPort = absolute.port();
+    }
+    if (serverName != null && serverName.length() > 1 && serverName.charAt(0) == '['
+        && serverName.endsWith("]")) {
+      serverName = serverName.substring(1, serverName.length() - 1);
     }
     if (serverName == null || serverName.isEmpty()) serverName = local.hostAddress();
     if (serverPort < 0) serverPort = local.port();
     return new Authority(serverName, Integer.valueOf(serverPort));
   }
+
 
   /** The lower-case keyword of an HTTP method; the common ones are not re-interned. */
   public static Keyword method(HttpMethod m) {

@@ -1,7 +1,9 @@
 package donkey.ring;
 
 import clojure.lang.IFn;
+import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -19,11 +21,14 @@ import java.util.List;
  */
 public final class ResponseChannel {
   private final HttpServerResponse resp;
+  /** Closes the connection after the response, for a body delimited by the close; or null. */
+  private final Runnable closeAfter;
   private final List<IFn> onClose = new ArrayList<>();
   private boolean closed;
 
-  ResponseChannel(HttpServerResponse resp) {
+  ResponseChannel(HttpServerResponse resp, Runnable closeAfter) {
     this.resp = resp;
+    this.closeAfter = closeAfter;
   }
 
   /**
@@ -82,7 +87,10 @@ public final class ResponseChannel {
     synchronized (this) {
       if (!closed) {
         closed = true;
-        if (!resp.closed() && !resp.ended()) resp.end();
+        if (!resp.closed() && !resp.ended()) {
+          io.vertx.core.Future<Void> ended = resp.end();
+          if (closeAfter != null) ended.onComplete(v -> closeAfter.run());
+        }
       }
     }
     closed();
@@ -107,19 +115,34 @@ public final class ResponseChannel {
   }
 
   /**
-   * Event loop: sends the head (chunked) and hands a new channel to the body's on-open fn. A
-   * HEAD request gets the head only and on-open is not called.
+   * Event loop: sends the head and hands a new channel to the body's on-open fn. The body is
+   * chunked, or to an HTTP/1.0 client delimited by closing the connection. A response that has
+   * no body (HEAD, 204, 205, 304) gets the head only and on-open is not called.
+   *
+   * @param framing {@link Framing#of} the response
+   * @param http10 true when the request was HTTP/1.0
+   * @param closeConnection closes the connection gracefully, once the response is written
    */
-  public static void open(HttpServerResponse resp, StreamingBody body, boolean head) {
-    resp.headers().remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
-    if (head) {
+  public static void open(HttpServerResponse resp, StreamingBody body, int framing,
+                          boolean http10, Runnable closeConnection) {
+    MultiMap h = resp.headers();
+    if (framing != Framing.BODY) {
+      Framing.setBodyless(h, framing, -1, -1);
       resp.end();
       return;
     }
-    resp.setChunked(true);
-    ResponseChannel ch = new ResponseChannel(resp);
+    h.remove(HttpHeaders.TRANSFER_ENCODING);
+    h.remove(HttpHeaders.CONTENT_LENGTH);
+    ResponseChannel ch = new ResponseChannel(resp, http10 ? closeConnection : null);
     resp.closeHandler(v -> ch.closed());
-    resp.writeHead();
+    if (http10) {
+      // (Vert.x would answer an HTTP/1.0 keep-alive with keep-alive: set after it does)
+      resp.headersEndHandler(v -> h.set(HttpHeaders.CONNECTION, HttpHeaders.CLOSE));
+      resp.write(Buffer.buffer());
+    } else {
+      resp.setChunked(true);
+      resp.writeHead();
+    }
     body.onOpen.invoke(ch);
   }
 }

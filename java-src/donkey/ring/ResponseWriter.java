@@ -270,7 +270,7 @@ public final class ResponseWriter {
    * <p>Threading: the event loop, or the thread that has the response when it writes a fixed
    * body directly (Vert.x queues its writes to the loop); the plan cache is thread-safe.
    *
-   * @param date the cached HTTP date of the event loop
+   * @param date the cached HTTP date of the event loop, or null for no Date header
    * @param server the {@code Server} header value, or null for none
    * @return what {@link #fixedBody} needs to know of the headers
    * @throws IllegalArgumentException for a bad status, a header name that is not a token, or
@@ -316,7 +316,7 @@ public final class ResponseWriter {
       addLines(out, plan, date, server);
       return plan;
     }
-    out.set(io.vertx.core.http.HttpHeaders.DATE, date);
+    if (date != null) out.set(io.vertx.core.http.HttpHeaders.DATE, date);
     if (server != null) out.set(io.vertx.core.http.HttpHeaders.SERVER, server);
     if (headers == null) return HeaderPlan.NONE;
     boolean framing = apply(out, headers);
@@ -327,7 +327,7 @@ public final class ResponseWriter {
   /** Adds a compiled plan's lines to an empty header map, after Date and Server. */
   private static void addLines(MultiMap out, HeaderPlan plan, CharSequence date,
                                CharSequence server) {
-    if (!plan.hasDate) out.add(io.vertx.core.http.HttpHeaders.DATE, date);
+    if (date != null && !plan.hasDate) out.add(io.vertx.core.http.HttpHeaders.DATE, date);
     if (server != null && !plan.hasServer) out.add(io.vertx.core.http.HttpHeaders.SERVER, server);
     CharSequence[] names = plan.names;
     CharSequence[] values = plan.values;
@@ -481,34 +481,41 @@ public final class ResponseWriter {
 
   /**
    * Prepares a nil, String, byte[], or map or vector (JSON) body for {@code end}: its bytes
-   * (null for a nil body), with the framing headers the handler set removed (the length is
-   * always computed from the bytes) and the JSON Content-Type added when the handler set none.
-   * A map or vector is serialized before anything else is done, so a body that cannot be
-   * written throws with the response untouched. Any thread that owns the response; the
-   * serialization runs on the calling thread.
+   * (null when nothing is sent), with the framing headers the handler set replaced by the
+   * kernel's ({@link Framing}) and the JSON Content-Type added when the handler set none. A map
+   * or vector is serialized before anything else is done, so a body that cannot be written
+   * throws with the response untouched. Any thread that owns the response; the serialization
+   * runs on the calling thread.
    *
    * @param head what {@link #writeHead} returned
-   * @param setLength set {@code Content-Length} here, from a cache of pre-encoded values, as
-   *     Vert.x would (it then leaves it alone): true unless the request is HEAD or the status
-   *     304, the responses Vert.x sends without one
+   * @param framing {@link Framing#of} the response: for {@link Framing#BODY} the
+   *     {@code Content-Length} is the body's (set from a cache of pre-encoded values, so that
+   *     Vert.x leaves it alone); otherwise no body is sent and the length is that of
+   *     {@link Framing#setBodyless}, HEAD's being the length of the body a GET would get
    * @throws IllegalArgumentException when a map or vector body cannot be written as JSON, or
    *     the body is of no FIXED type
    */
   public static Buffer fixedBody(HttpServerResponse resp, Object body, HeaderPlan head,
-                                 boolean setLength) {
+                                 int framing) {
     Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
     MultiMap h = resp.headers();
-    if (head.framing) {
-      h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
-      h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
-    }
     Buffer b = bytes(body, json, head);
     if (json != null && head.contentType == null) {
       h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, JSON_TYPE);
     }
+    if (framing != Framing.BODY) {
+      long declared = head.framing ? Framing.parseLength(
+          String.valueOf(h.get(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH))) : -1;
+      Framing.setBodyless(h, framing, b == null ? -1 : b.length(), declared);
+      return null;
+    }
+    if (head.framing) {
+      h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
+      h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
+    }
     // (the framing headers are gone: the handler's were removed above, and nothing else sets
     // them before this point, so add, not set)
-    if (setLength) h.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length(b)));
+    h.add(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, contentLength(length(b)));
     return b;
   }
 
@@ -521,15 +528,15 @@ public final class ResponseWriter {
    * the lines on the wire are the same either way. The body is made (a map or vector
    * serialized) before any header is set. Any thread that owns the response.
    *
-   * @param setLength as {@link #fixedBody}
+   * @param framing as {@link #fixedBody}
    * @throws IllegalArgumentException as {@link #writeHeaders} and {@link #fixedBody}
    */
   public static Buffer writeFixed(HttpServerResponse resp, IPersistentMap response,
-                                  CharSequence date, CharSequence server, boolean setLength) {
+                                  CharSequence date, CharSequence server, int framing) {
     Object headers = response.valAt(HEADERS);
     HeaderPlan plan = headers instanceof IPersistentMap ? plan((IPersistentMap) headers) : null;
     MultiMap out;
-    if (plan != null && setLength && !plan.framing
+    if (plan != null && framing == Framing.BODY && !plan.framing
         && (out = resp.headers()).getClass() == SHARING_HEADERS && out.isEmpty()) {
       Object body = response.valAt(BODY);
       Buffer json = isJson(body) ? Json.writeBuffer(body) : null;
@@ -545,7 +552,7 @@ public final class ResponseWriter {
       return b;
     }
     HeaderPlan head = writeHeaders(resp.headers(), headers, plan, date, server);
-    return fixedBody(resp, response.valAt(BODY), head, setLength);
+    return fixedBody(resp, response.valAt(BODY), head, framing);
   }
 
   /**
@@ -614,34 +621,57 @@ public final class ResponseWriter {
     return b;
   }
 
-  /** Sends a file body with zero-copy; a missing or unreadable file raises before sending. */
-  public static void sendFile(HttpServerResponse resp, File f) {
+  /**
+   * Sends a file body with zero-copy (a HEAD request gets its length and no body; a 204, 205 or
+   * 304 is ended without reading the file); a missing or unreadable file raises before
+   * sending.
+   *
+   * @param framing {@link Framing#of} the response
+   */
+  public static void sendFile(HttpServerResponse resp, File f, int framing) {
     if (!f.isFile() || !f.canRead()) {
       throw new IllegalArgumentException("response body file is not a readable file: " + f);
     }
-    resp.headers().remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
-    resp.headers().remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
-    resp.sendFile(f.getPath());
+    MultiMap h = resp.headers();
+    if (framing == Framing.BODY || framing == Framing.HEAD) {
+      h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
+      h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
+      // (Vert.x leaves a HEAD answer's length to us, and sends no body for it)
+      if (framing == Framing.HEAD) {
+        h.set(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, Long.toString(f.length()));
+      }
+      resp.sendFile(f.getPath());
+      return;
+    }
+    long declared = Framing.parseLength(
+        String.valueOf(h.get(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH)));
+    Framing.setBodyless(h, framing, f.length(), declared);
+    resp.end();
   }
 
   /**
    * Streams an InputStream, ISeq or StreamableResponseBody body, blocking while the client
    * does not read. The head must already be set with {@link #writeHead}. An InputStream body
-   * is closed afterwards in every case.
+   * is closed afterwards in every case; nothing is read from it, and an ISeq is not realized,
+   * when the response has no body ({@link ResponseOutputStream#discards}).
    *
    * <p>Worker or virtual thread only.
    *
    * @param os the stream over {@code resp}; after a throw, {@link ResponseOutputStream#committed()}
    *     tells whether anything was sent
+   * @param bodyCloses true when a StreamableResponseBody ends the response by closing the
+   *     stream, which it may hand to another thread (Ring's contract for async handlers);
+   *     false to close it when {@code write-body-to-stream} returns (sync handlers)
    * @throws Exception whatever the body or the connection threw
    */
   public static void stream(HttpServerResponse resp, IPersistentMap response,
-                            ResponseOutputStream os, IFn streamableWriter) throws Exception {
+                            ResponseOutputStream os, IFn streamableWriter, boolean bodyCloses)
+      throws Exception {
     Object body = response.valAt(BODY);
-    boolean head = os.head();
+    boolean none = os.discards();
     if (body instanceof InputStream) {
       try (InputStream in = (InputStream) body) {
-        if (!head) {
+        if (!none) {
           byte[] chunk = new byte[READ_CHUNK];
           for (int n; (n = in.read(chunk)) >= 0; ) {
             if (n > 0) os.write(chunk, 0, n);
@@ -650,7 +680,7 @@ public final class ResponseWriter {
       }
       os.close();
     } else if (body instanceof ISeq) {
-      if (!head) {
+      if (!none) {
         Charset cs = charset(resp.headers().get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
         for (ISeq s = (ISeq) body; s != null; s = s.next()) {
           Object x = s.first();
@@ -661,7 +691,7 @@ public final class ResponseWriter {
       os.close();
     } else {
       streamableWriter.invoke(body, response, os);
-      os.close();
+      if (!bodyCloses) os.close();
     }
   }
 
@@ -680,15 +710,21 @@ public final class ResponseWriter {
   }
 
   /**
-   * The HTTP status of a response's {@code :status} value: 200 for nil.
+   * The HTTP status of a response's {@code :status} value: 200 for nil. A 1xx status is
+   * refused: it is an interim answer, after which HTTP/1.1 expects the final one on the same
+   * connection (100 would make the next request's answer this one's; 101 would claim a
+   * protocol switch that never happens).
    *
-   * @throws IllegalArgumentException when it is not an integer in 100..999
+   * @throws IllegalArgumentException when it is not an integer in 200..999
    */
   public static int status(Object s) {
     if (s == null) return 200;
     if (s instanceof Long || s instanceof Integer || s instanceof Short) {
       long v = ((Number) s).longValue();
-      if (v >= 100 && v <= 999) return (int) v;
+      if (v >= 200 && v <= 999) return (int) v;
+      if (v >= 100 && v < 200) {
+        throw new IllegalArgumentException("a response cannot have the interim :status " + v);
+      }
     }
     throw new IllegalArgumentException("invalid :status " + s);
   }
@@ -700,20 +736,30 @@ public final class ResponseWriter {
         : k instanceof Named ? ((Named) k).getName() : String.valueOf(k);
     if (name.isEmpty()) throw new IllegalArgumentException("empty response header name");
     for (int i = 0; i < name.length(); i++) {
-      char c = name.charAt(i);
-      if (c <= ' ' || c >= 127 || c == ':') {
+      if (!isTokenChar(name.charAt(i))) {
         throw new IllegalArgumentException("invalid response header name " + quote(name));
       }
     }
     return name;
   }
 
+  /** True for a {@code tchar} of RFC 9110 5.6.2, what a field name is made of. */
+  private static boolean isTokenChar(char c) {
+    if (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') return true;
+    return c < 127 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
+  }
+
+  /**
+   * {@code v} when it is a valid field value: no control character but HTAB (CR and LF would
+   * inject headers; RFC 9110 5.5 allows none of the others either).
+   */
   private static String checkValue(String name, String v) {
     for (int i = 0; i < v.length(); i++) {
       char c = v.charAt(i);
-      if (c == '\r' || c == '\n' || c == 0) {
+      if (c < ' ' && c != '\t' || c == 0x7f) {
         throw new IllegalArgumentException("response header " + name
-            + " has a CR, LF or NUL in its value (header injection refused)");
+            + (c == '\r' || c == '\n' ? " has a CR or LF in its value (header injection refused)"
+                : " has a control character in its value"));
       }
     }
     return v;

@@ -7,6 +7,7 @@
   temp files are deleted as soon as the request is answered rather than an hour later."
   (:import (clojure.lang IFn)
            (donkey.codec Multipart MultipartException MultipartResult)
+           (donkey.kernel RequestScope)
            (java.io File FileInputStream InputStream)
            (java.nio.charset Charset)))
 
@@ -108,8 +109,10 @@
   map {:filename :content-type :tempfile :size}; a name sent several times maps to a vector of
   its values, in order. :tempfile is a java.io.File (donkey-multipart-*.tmp, readable by its
   owner only), deleted once the request is answered: when a sync handler returns or throws,
-  when an async handler calls respond or raise (or throws). To keep an upload, move or copy it
-  before then. A response whose :body is the temp file itself is still sent.
+  when an async handler calls respond or raise (or throws), and under donkey also when an
+  async handler never answers (once the request has timed out or its client has gone). To
+  keep an upload, move or copy it before then. A response whose :body is the temp file itself
+  is still sent.
 
   Answers without calling the handler, as {:status 400 or 413 :headers {\"content-type\"
   \"text/plain; charset=utf-8\"} :body \"<what was wrong>\"}:
@@ -136,8 +139,9 @@
                        and :params (as ring's wrap-keyword-params decides; default false)
   :temp-dir          - directory (String or File) for temp files (default java.io.tmpdir)
 
-  Note that donkey's server reads a body whole, up to its own :max-body-size (16 MiB by
-  default), before the handler runs: raise that too for larger uploads. Works with both sync
+  Note that donkey's server bounds every body by its own :max-body-size (16 MiB by default):
+  raise that too for larger uploads. A sync handler's body is parsed as it arrives from the
+  socket; an async handler's has arrived whole before the handler runs. Works with both sync
   (1-arity) and async (3-arity) handlers."
   ([handler]
    (wrap-multipart-params handler {}))
@@ -166,6 +170,9 @@
               (let [^MultipartResult r r
                     ^IFn respond respond
                     ^IFn raise raise]
+                ;; also when the handler never answers (the request times out, or the client
+                ;; goes away): the kernel runs this once the request is over
+                (RequestScope/atEnd #(.deleteTempFiles r))
                 (try
                   (handler (add-params request (.params r))
                            (fn [response]

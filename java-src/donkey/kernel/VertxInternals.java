@@ -1,0 +1,143 @@
+package donkey.kernel;
+
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.EventLoop;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.vertx.core.Context;
+import io.vertx.core.Handler;
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.impl.http1.Http1ServerConnection;
+import io.vertx.core.http.impl.http1.Http1ServerRequest;
+import io.vertx.core.internal.ContextInternal;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.core.net.impl.ConnectionBase;
+import io.vertx.core.net.impl.SocketAddressImpl;
+
+/**
+ * Every use the kernel makes of Vert.x's implementation classes ({@code impl} and
+ * {@code internal} packages) and of a connection's Netty channel: the one file to look at when
+ * Vert.x is upgraded. Each method says what it relies on.
+ *
+ * <p>Threading: as each method says; most run on the connection's event loop.
+ */
+final class VertxInternals {
+  private VertxInternals() {}
+
+  /** The Netty event loop behind a Vert.x event-loop context (any thread). */
+  static EventLoop nettyLoop(Context context) {
+    return ((ContextInternal) context).nettyEventLoop();
+  }
+
+  /**
+   * The address a server listens on. A negative port asks Vert.x for one random port shared by
+   * every server instance that asks for the same negative port; the public factory refuses it,
+   * the implementation class does not.
+   */
+  static SocketAddress listenAddress(int port, String host) {
+    return new SocketAddressImpl(port, host);
+  }
+
+  /**
+   * Event loop, from the connection handler: has {@code handler} receive {@code c}'s requests
+   * instead of the server-wide request handler (which Vert.x installs just before it calls the
+   * connection handler). False when {@code c} is not an HTTP/1.x connection.
+   */
+  static boolean handleRequests(HttpConnection c, Handler<HttpServerRequest> handler) {
+    if (!(c instanceof Http1ServerConnection)) return false;
+    ((Http1ServerConnection) c).handler(handler);
+    return true;
+  }
+
+  /**
+   * The protocol version of {@code r}'s request line as the client wrote it ({@code HTTP/9.9}
+   * for a version Vert.x does not know, where {@link HttpServerRequest#version()} is null), or
+   * "" when unknown.
+   */
+  static String protocol(HttpServerRequest r) {
+    return r instanceof Http1ServerRequest
+        ? ((Http1ServerRequest) r).nettyRequest().protocolVersion().text() : "";
+  }
+
+  /** {@code c}'s Netty pipeline, or null when it has none the kernel knows of. */
+  static ChannelPipeline pipeline(HttpConnection c) {
+    return c instanceof ConnectionBase ? ((ConnectionBase) c).channelHandlerContext().pipeline()
+        : null;
+  }
+
+  /** The channel's outbound buffer, or null when unknown or closed. Event loop. */
+  static ChannelOutboundBuffer outbound(HttpConnection c) {
+    return c instanceof ConnectionBase
+        ? ((ConnectionBase) c).channel().unsafe().outboundBuffer() : null;
+  }
+
+  /**
+   * Closes {@code c} at once, whatever it is doing. {@link HttpConnection#close()} is a
+   * graceful shutdown in Vert.x 5 that waits for the response in progress to end, which a
+   * stalled or failed response never does, and so is a close of the channel, which Vert.x's
+   * handler intercepts the same way. This closes from Vert.x's handler context toward the
+   * socket, past that interception: the client sees the response cut short, Vert.x sees the
+   * connection closed, and a thread blocked writing the response gets an error. Any thread.
+   */
+  static void abort(HttpConnection c) {
+    if (c instanceof ConnectionBase) {
+      ((ConnectionBase) c).channelHandlerContext().close();
+    } else {
+      c.close();
+    }
+  }
+
+  /**
+   * Event loop: writes {@code bytes} (a whole HTTP/1.1 response) on {@code c} as they are,
+   * below Vert.x's HTTP encoder, flushes them after whatever the connection has already
+   * written, then closes the connection. For answers Vert.x would frame wrongly: to a request
+   * line the decoder could not parse, Vert.x answers with the version of the placeholder request
+   * Netty made for it (HTTP/1.0), or with the client's unknown version. False (nothing written)
+   * when the connection has no HTTP/1.x encoder.
+   */
+  static boolean writeRawAndClose(HttpConnection c, byte[] bytes) {
+    ChannelPipeline p = pipeline(c);
+    ChannelHandlerContext encoder = p == null ? null : p.context("httpEncoder");
+    if (encoder == null) return false;
+    encoder.writeAndFlush(Unpooled.wrappedBuffer(bytes)).addListener(ChannelFutureListener.CLOSE);
+    return true;
+  }
+
+  /**
+   * Event loop, at accept: lets {@code c} stay open for writing after the client has shut down
+   * its side (a client that sends its request and then half-closes still gets its answer), and
+   * calls {@code onInputShutdown} on the loop when that happens. Without this, Netty closes the
+   * connection as soon as it reads the end of the input, and an answer still being made is lost.
+   */
+  static void allowHalfClosure(HttpConnection c, Runnable onInputShutdown) {
+    if (!(c instanceof ConnectionBase)) return;
+    ConnectionBase base = (ConnectionBase) c;
+    ChannelPipeline p = base.channelHandlerContext().pipeline();
+    if (p.get("handler") == null) return;
+    base.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+    p.addBefore("handler", "donkey-half-close", new InputShutdown(onInputShutdown));
+  }
+
+  /** Reports the end of a connection's input; passes every other event on. */
+  private static final class InputShutdown extends ChannelInboundHandlerAdapter {
+    private final Runnable onInputShutdown;
+
+    InputShutdown(Runnable onInputShutdown) {
+      this.onInputShutdown = onInputShutdown;
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
+      // (the decoder, earlier in the pipeline, has already seen the event and ended or failed
+      // the request in progress)
+      if (evt == ChannelInputShutdownEvent.INSTANCE) onInputShutdown.run();
+      super.userEventTriggered(ctx, evt);
+    }
+  }
+}
