@@ -371,12 +371,13 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   /**
-   * Event loop: queues this sync exchange for the workers (503 when they refuse it); the loop
-   * wakes a worker once its whole batch is queued ({@link WorkerPool#signal}).
+   * Event loop: queues this sync exchange for the workers (503 when they refuse it: stopped,
+   * or {@code :max-queued-requests} already wait); the loop wakes a worker once its whole batch
+   * is queued ({@link WorkerPool#signal}).
    */
   void submit() {
     try {
-      loop.workers.enqueue(this);
+      loop.workers.enqueueBounded(this);
     } catch (RejectedExecutionException e) {
       if (ANSWERED.compareAndSet(this, 0, 1)) {
         closeWith(503, "Service Unavailable");
@@ -642,7 +643,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       ResponseWriter.discard(r);
       return;
     }
-    ResponseOutputStream os = new ResponseOutputStream(resp, req.method() == HttpMethod.HEAD);
+    ResponseOutputStream os = new ResponseOutputStream(resp, req.method() == HttpMethod.HEAD,
+        loop.config.outputBufferSize);
     try {
       watchEnd();
       ResponseWriter.writeHead(resp, r, HttpDate.current(), loop.serverHeader);

@@ -33,6 +33,11 @@ final class ServerVerticle extends VerticleBase {
   volatile Outbox outbox;
   final CharSequence serverHeader;
   private final int port;
+  /**
+   * How long {@link #stop} lets in-flight requests finish, in ms: the configured shutdown
+   * timeout, or what {@link Server#stop(long)} was given (set before it closes Vert.x).
+   */
+  volatile long shutdownGraceMs;
   /** This verticle's event-loop context; set in {@link #start}. */
   volatile io.vertx.core.Context eventLoop;
   /** The thread of {@link #eventLoop}; set in {@link #start}. */
@@ -91,6 +96,7 @@ final class ServerVerticle extends VerticleBase {
     this.workers = workers;
     this.yieldAfterHandOff = !workers.virtual();
     this.port = port;
+    this.shutdownGraceMs = config.shutdownTimeoutMs;
     this.guard = new ConnectionGuard(config, openConnections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
   }
@@ -137,7 +143,7 @@ final class ServerVerticle extends VerticleBase {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sweeper);
     return http == null ? Future.succeededFuture()
-        : http.shutdown(Duration.ofMillis(config.shutdownTimeoutMs));
+        : http.shutdown(Duration.ofMillis(shutdownGraceMs));
   }
 
   /**

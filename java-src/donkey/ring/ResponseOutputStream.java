@@ -19,20 +19,33 @@ import java.io.OutputStream;
  * client went away throws {@link IOException}.
  */
 public final class ResponseOutputStream extends OutputStream {
-  private static final int BUFFER = 16 * 1024;
+  /** The buffer's size when the server is not told otherwise ({@code :output-buffer-size}). */
+  public static final int BUFFER = 16 * 1024;
 
   private final HttpServerResponse resp;
   private final boolean head;
   private final Object lock = new Object();
-  private byte[] buf = new byte[BUFFER];
+  private final byte[] buf;
   private int count;
   private boolean committed;
   private boolean closed;
 
   /** @param head true for a HEAD request: nothing after the head is sent */
   public ResponseOutputStream(HttpServerResponse resp, boolean head) {
+    this(resp, head, BUFFER);
+  }
+
+  /**
+   * @param head true for a HEAD request: nothing after the head is sent
+   * @param bufferSize bytes held before the head is committed and they are sent; a body that
+   *     fits is sent with a Content-Length
+   * @throws IllegalArgumentException when {@code bufferSize < 1}
+   */
+  public ResponseOutputStream(HttpServerResponse resp, boolean head, int bufferSize) {
+    if (bufferSize < 1) throw new IllegalArgumentException("bufferSize must be >= 1");
     this.resp = resp;
     this.head = head;
+    this.buf = new byte[bufferSize];
   }
 
   /** True when this answers a HEAD request. */
