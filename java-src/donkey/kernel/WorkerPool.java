@@ -206,11 +206,23 @@ final class WorkerPool extends AbstractExecutorService {
    */
   void enqueueBounded(Runnable task) {
     AtomicInteger p = pending;
-    if (p != null && p.get() >= (long) max + maxQueued) {
-      throw new RejectedExecutionException(name + ": " + maxQueued + " requests already wait for "
-          + max + " busy threads");
+    if (p == null) {
+      enqueue(task);
+      return;
     }
-    enqueue(task);
+    if (task == null) throw new NullPointerException("task");
+    if (state != RUNNING) throw new RejectedExecutionException(name + " is shut down");
+    // counted by compare-and-set, so loops submitting at once cannot overshoot the bound
+    long limit = (long) max + maxQueued;
+    for (;;) {
+      int n = p.get();
+      if (n >= limit) {
+        throw new RejectedExecutionException(name + ": " + maxQueued
+            + " requests already wait for " + max + " busy threads");
+      }
+      if (p.compareAndSet(n, n + 1)) break;
+    }
+    queue.offer(task instanceof Queued ? (Queued) task : new Stamped(task));
   }
 
   /**
@@ -275,8 +287,8 @@ final class WorkerPool extends AbstractExecutorService {
     }
     activate();
     try {
-      // The first min threads stay: the others never exit, so fewer than min threads means
-      // no thread but these exists.
+      // The first min threads stay. Those never exit for idleness, so while fewer than min
+      // threads exist they are all such threads, and the new one is one too.
       Worker started = new Worker(n < min);
       workers.add(started);
       started.thread.start();
