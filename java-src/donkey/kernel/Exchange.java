@@ -447,12 +447,13 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   /**
-   * Event loop: queues this sync exchange for the workers (503 when they refuse it); the loop
-   * wakes a worker once its whole batch is queued ({@link WorkerPool#signal}).
+   * Event loop: queues this sync exchange for the workers (503 when they refuse it: stopped,
+   * or {@code :max-queued-requests} already wait); the loop wakes a worker once its whole batch
+   * is queued ({@link WorkerPool#signal}).
    */
   void submit() {
     try {
-      loop.workers.enqueue(this);
+      loop.workers.enqueueBounded(this);
     } catch (RejectedExecutionException e) {
       if (ANSWERED.compareAndSet(this, 0, 1)) {
         closeWith(503, "Service Unavailable");
@@ -795,7 +796,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       h.remove(HttpHeaders.CONTENT_LENGTH);
       h.remove(HttpHeaders.TRANSFER_ENCODING);
       os = new ResponseOutputStream(resp, framing(resp.getStatusCode()), declared, http10(),
-          this::closing, this::closeGracefully, where());
+          this::closing, this::closeGracefully, where(), loop.config.outputBufferSize);
       // an async handler's StreamableResponseBody may hand the stream on and return: the
       // response then ends when the stream is closed (Ring's async contract)
       ResponseWriter.stream(resp, r, os, loop.config.streamableWriter, async);

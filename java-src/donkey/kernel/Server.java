@@ -1,5 +1,8 @@
 package donkey.kernel;
 
+import clojure.lang.AFn;
+import clojure.lang.IPersistentMap;
+import clojure.lang.Keyword;
 import donkey.route.Route;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -19,10 +22,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * A running donkey server: its own Vert.x instance, one {@link ServerVerticle} per event loop,
  * and the executor of sync handlers.
  *
- * <p>Threading: {@link #start}, {@link #stop} and {@link #await} block the calling thread and
- * must not be called from an event loop. {@link #port} may be called from any thread.
+ * <p>It is also a function that stops it, as http-kit's {@code run-server} returns one, so code
+ * written for http-kit keeps working: {@code (server)} is {@link #stop()}, and
+ * {@code (server :timeout ms)} or {@code (server {:timeout ms})} is {@link #stop(long)}.
+ *
+ * <p>Threading: {@link #start}, {@link #stop} and {@link #await} (and calling it) block the
+ * calling thread and must not be called from an event loop. {@link #port} and
+ * {@link #status} may be called from any thread.
  */
-public final class Server implements Closeable {
+public final class Server extends AFn implements Closeable {
+  private static final Keyword TIMEOUT = Keyword.intern("timeout");
+
   private static final long START_TIMEOUT_S = 30;
 
   private final ServerConfig config;
@@ -100,13 +110,24 @@ public final class Server implements Closeable {
     Route.linkForInlining(config.handler);
     Route.linkForInlining(config.notFound);
     Route.linkForInlining(config.errorHandler);
-    WorkerPool workers = config.virtualThreads ? Workers.virtual()
-        : Workers.platform(config.workerThreads);
-    Vertx vertx = Vertx.vertx(new VertxOptions()
+    WorkerPool workers = config.virtualThreads ? Workers.virtual(config.threadIdleTimeoutMs)
+        : Workers.platform(config.workerThreads, config.minThreads, config.threadIdleTimeoutMs,
+            config.maxQueuedRequests);
+    VertxOptions vertxOptions = new VertxOptions()
         .setEventLoopPoolSize(config.eventLoops)
         .setFileSystemOptions(new FileSystemOptions()
             .setFileCachingEnabled(false)
-            .setClassPathResolvingEnabled(false)));
+            .setClassPathResolvingEnabled(false));
+    // Vert.x's event-loop and acceptor threads are not daemon threads by default, so a running
+    // server keeps the JVM alive (as Jetty's do); the workers and the watchdog always are.
+    if (config.daemon) vertxOptions.setUseDaemonThread(Boolean.TRUE);
+    Vertx vertx;
+    try {
+      vertx = Vertx.vertx(vertxOptions);
+    } catch (RuntimeException e) {
+      workers.shutdownNow();
+      throw e;
+    }
     Server server = new Server(config, vertx, workers);
     try {
       // Vert.x binds one random port shared by every instance for a negative port; port 0
@@ -167,14 +188,80 @@ public final class Server implements Closeable {
    * threads. Idempotent: later calls return at once (or wait for the first one to finish).
    */
   public void stop() {
+    stop(config.shutdownTimeoutMs);
+  }
+
+  /**
+   * {@link #stop()}, letting in-flight requests finish for up to {@code graceMs} instead of the
+   * configured shutdown timeout. A later call while the first is stopping waits for it.
+   *
+   * @throws IllegalArgumentException when {@code graceMs < 0}
+   */
+  public void stop(long graceMs) {
+    if (graceMs < 0) throw new IllegalArgumentException(":timeout must be >= 0, got " + graceMs);
     if (!stopping.compareAndSet(false, true)) {
       awaitStopped();
       return;
     }
-    release(config.shutdownTimeoutMs);
+    release(graceMs);
+  }
+
+  /** {@code "running"}, {@code "stopping"} (draining) or {@code "stopped"}. Any thread. */
+  public String status() {
+    if (stopped.getCount() == 0) return "stopped";
+    return stopping.get() ? "stopping" : "running";
+  }
+
+  /** {@code (server)}: {@link #stop()}, for code written for http-kit's stop function. */
+  @Override
+  public Object invoke() {
+    stop();
+    return null;
+  }
+
+  /** {@code (server {:timeout ms})}: {@link #stop(long)}; no {@code :timeout}: {@link #stop()}. */
+  @Override
+  public Object invoke(Object opts) {
+    if (opts == null) return invoke();
+    if (!(opts instanceof IPersistentMap)) {
+      throw new IllegalArgumentException("stopping a donkey server takes {:timeout ms}, got "
+          + opts);
+    }
+    IPersistentMap m = (IPersistentMap) opts;
+    for (Object k : m) {
+      Object key = ((java.util.Map.Entry<?, ?>) k).getKey();
+      if (key != TIMEOUT) {
+        throw new IllegalArgumentException("stopping a donkey server takes :timeout only, got "
+            + key);
+      }
+    }
+    Object t = m.valAt(TIMEOUT);
+    if (t == null) return invoke();
+    stop(timeoutMs(t));
+    return null;
+  }
+
+  /** {@code (server :timeout ms)}: {@link #stop(long)}. */
+  @Override
+  public Object invoke(Object key, Object value) {
+    if (key != TIMEOUT) {
+      throw new IllegalArgumentException("stopping a donkey server takes :timeout ms, got "
+          + key);
+    }
+    if (value == null) return invoke();
+    stop(timeoutMs(value));
+    return null;
+  }
+
+  private static long timeoutMs(Object t) {
+    if (t instanceof Long || t instanceof Integer || t instanceof Short || t instanceof Byte) {
+      return ((Number) t).longValue();
+    }
+    throw new IllegalArgumentException(":timeout must be a whole number of ms, got " + t);
   }
 
   private void release(long graceMs) {
+    for (ServerVerticle v : loops) v.shutdownGraceMs = graceMs;
     try {
       // Undeploying runs every ServerVerticle.stop(): a graceful shutdown of its server.
       await(vertx.close(), graceMs + 10_000);

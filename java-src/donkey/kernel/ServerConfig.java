@@ -29,6 +29,19 @@ public final class ServerConfig {
   public int eventLoops = Math.max(1, Runtime.getRuntime().availableProcessors());
   /** Platform threads that run sync handlers. */
   public int workerThreads = 50;
+  /**
+   * Platform worker threads started with the server and kept while idle; threads above this
+   * number exit after {@link #threadIdleTimeoutMs} without work. Not used with virtual threads.
+   */
+  public int minThreads;
+  /** How long a worker thread above {@link #minThreads} waits for work before it exits, in ms. */
+  public long threadIdleTimeoutMs = 60_000;
+  /**
+   * Most sync requests (and streamed response bodies) waiting for a worker thread once
+   * {@link #workerThreads} are busy; a request over it gets 503 at once. 0 = no bound. No
+   * effect with virtual threads, where every request gets a thread.
+   */
+  public int maxQueuedRequests;
   /** Run sync handlers on virtual threads (JVM 21+ only). */
   public boolean virtualThreads;
   /** Largest request body accepted, in bytes; larger gets 413. */
@@ -52,22 +65,32 @@ public final class ServerConfig {
   public boolean shutdownHook;
   /** A handler that has not answered after this many ms gets a 503 (0 = no limit). */
   public long requestTimeoutMs = 60_000;
+  /** How long {@link Server#stop} waits for in-flight requests, in ms. */
+  public long shutdownTimeoutMs = 30_000;
+  /** Value of the {@code Server} response header, or null to send none. */
+  public String serverHeader = "donkey";
+  /** False: no {@code Date} header on any response. */
+  public boolean sendDateHeader = true;
   /**
-   * The ms an async (non-blocking) handler has to answer; -1 = the same as
+   * How long an async (non-blocking) handler has to answer, in ms: -1 = the same as
    * {@link #requestTimeoutMs}; 0 = no limit.
    */
   public long asyncTimeoutMs = -1;
   /**
    * Ring 1.9's {@code (fn [request respond raise])}, called on the event loop when an async
-   * handler times out, to answer in its place; null = the 503.
+   * handler has not answered within {@link #asyncTimeoutMs}; null = the 503.
    */
   public IFn asyncTimeoutHandler;
-  /** False: no {@code Date} header on any response. */
-  public boolean sendDateHeader = true;
-  /** How long {@link Server#stop} waits for in-flight requests, in ms. */
-  public long shutdownTimeoutMs = 30_000;
-  /** Value of the {@code Server} response header, or null to send none. */
-  public String serverHeader = "donkey";
+  /**
+   * Bytes a streamed response body (InputStream, seq, {@code StreamableResponseBody}) buffers
+   * before its head is sent: a body that fits gets a Content-Length, a longer one is chunked.
+   */
+  public int outputBufferSize = donkey.ring.ResponseOutputStream.BUFFER;
+  /**
+   * True: the server's event-loop and acceptor threads are daemon threads, so they do not keep
+   * the JVM alive (its worker threads always are).
+   */
+  public boolean daemon;
   /** When true, {@code :remote-addr} comes from the first X-Forwarded-For entry if present. */
   public boolean trustForwardedFor;
   /**

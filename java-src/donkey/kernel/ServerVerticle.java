@@ -34,6 +34,11 @@ final class ServerVerticle extends VerticleBase {
   /** The verticle whose event loop the current thread is, for {@link RequestScope}. */
   private static final ThreadLocal<ServerVerticle> LOOP = new ThreadLocal<>();
   private final int port;
+  /**
+   * How long {@link #stop} lets in-flight requests finish, in ms: the configured shutdown
+   * timeout, or what {@link Server#stop(long)} was given (set before it closes Vert.x).
+   */
+  volatile long shutdownGraceMs;
   /** This verticle's event-loop context; set in {@link #start}. */
   volatile io.vertx.core.Context eventLoop;
   /** The thread of {@link #eventLoop}; set in {@link #start}. */
@@ -92,6 +97,7 @@ final class ServerVerticle extends VerticleBase {
     this.workers = workers;
     this.yieldAfterHandOff = !workers.virtual();
     this.port = port;
+    this.shutdownGraceMs = config.shutdownTimeoutMs;
     this.guard = new ConnectionGuard(config, openConnections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
     this.answers = new PlainAnswers(serverHeader, config.sendDateHeader);
@@ -143,7 +149,7 @@ final class ServerVerticle extends VerticleBase {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sweeper);
     return http == null ? Future.succeededFuture()
-        : http.shutdown(Duration.ofMillis(config.shutdownTimeoutMs));
+        : http.shutdown(Duration.ofMillis(shutdownGraceMs));
   }
 
   /**

@@ -43,8 +43,13 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Threading: {@link #execute} may be called from any thread (it is called from event
  * loops); tasks run on the pool's threads, in no particular order, each with its interrupt
  * status cleared. Threads idle for {@code keepAliveNanos} exit and are started again when
- * needed; threads are reused across tasks, so ThreadLocal values a task leaves behind are seen
- * by later tasks on that thread (as with any pool).
+ * needed, except the first {@code min}, which are started with the pool and stay; threads are
+ * reused across tasks, so ThreadLocal values a task leaves behind are seen by later tasks on
+ * that thread (as with any pool).
+ *
+ * <p>With a {@code maxQueued} bound, {@link #enqueueBounded} refuses a task once
+ * {@code max + maxQueued} tasks are queued or running: the kernel answers such a request 503
+ * at once rather than let it wait behind a backlog. Without one nothing is counted.
  */
 final class WorkerPool extends AbstractExecutorService {
   private static final System.Logger LOG = System.getLogger("donkey");
@@ -56,6 +61,12 @@ final class WorkerPool extends AbstractExecutorService {
   private final ThreadFactory factory;
   private final boolean virtual;
   private final int max;
+  /** Threads started with the pool that never exit for idleness (at most {@code max}). */
+  private final int min;
+  /** With {@link #pending}: tasks over {@code max} that may wait; 0 = no bound. */
+  private final int maxQueued;
+  /** Tasks queued or running, counted only when there is a {@code maxQueued} bound, else null. */
+  private final AtomicInteger pending;
   private final int target;
   private final long stallNanos;
   /**
@@ -101,11 +112,29 @@ final class WorkerPool extends AbstractExecutorService {
    */
   WorkerPool(String name, ThreadFactory factory, boolean virtual, int max, int target,
              long stallNanos, long keepAliveNanos) {
+    this(name, factory, virtual, max, 0, 0, target, stallNanos, keepAliveNanos);
+  }
+
+  /**
+   * As the seven-argument constructor, plus:
+   *
+   * @param min threads kept while idle (clamped to 0..max); started by {@link #prestart}
+   * @param maxQueued tasks over {@code max} that {@link #enqueueBounded} lets wait (0 = no bound)
+   * @throws IllegalArgumentException when {@code max < 1} or {@code maxQueued < 0}
+   */
+  WorkerPool(String name, ThreadFactory factory, boolean virtual, int max, int min,
+             int maxQueued, int target, long stallNanos, long keepAliveNanos) {
     if (max < 1) throw new IllegalArgumentException(":worker-threads must be >= 1, got " + max);
+    if (maxQueued < 0) {
+      throw new IllegalArgumentException(":max-queued-requests must be >= 0, got " + maxQueued);
+    }
     this.name = name;
     this.virtual = virtual;
     this.factory = factory;
     this.max = max;
+    this.min = Math.max(0, Math.min(max, min));
+    this.maxQueued = maxQueued;
+    this.pending = maxQueued > 0 ? new AtomicInteger() : null;
     this.target = Math.max(1, Math.min(max, target));
     this.stallNanos = stallNanos;
     this.keepAliveNanos = keepAliveNanos;
@@ -165,7 +194,46 @@ final class WorkerPool extends AbstractExecutorService {
   void enqueue(Runnable task) {
     if (task == null) throw new NullPointerException("task");
     if (state != RUNNING) throw new RejectedExecutionException(name + " is shut down");
+    if (pending != null) pending.incrementAndGet();
     queue.offer(task instanceof Queued ? (Queued) task : new Stamped(task));
+  }
+
+  /**
+   * {@link #enqueue}, for a new request: refused when the pool has a {@code maxQueued} bound
+   * and {@code max + maxQueued} tasks are already queued or running. Any thread (event loops).
+   *
+   * @throws RejectedExecutionException over the bound, or after {@link #shutdown}
+   */
+  void enqueueBounded(Runnable task) {
+    AtomicInteger p = pending;
+    if (p == null) {
+      enqueue(task);
+      return;
+    }
+    if (task == null) throw new NullPointerException("task");
+    if (state != RUNNING) throw new RejectedExecutionException(name + " is shut down");
+    // counted by compare-and-set, so loops submitting at once cannot overshoot the bound
+    long limit = (long) max + maxQueued;
+    for (;;) {
+      int n = p.get();
+      if (n >= limit) {
+        throw new RejectedExecutionException(name + ": " + maxQueued
+            + " requests already wait for " + max + " busy threads");
+      }
+      if (p.compareAndSet(n, n + 1)) break;
+    }
+    queue.offer(task instanceof Queued ? (Queued) task : new Stamped(task));
+  }
+
+  /**
+   * Starts the {@code min} threads kept while idle; they park until there is work. Called once,
+   * by whoever made the pool, after the constructor (a constructor does not start threads that
+   * could see it half-made).
+   */
+  void prestart() {
+    for (int i = threads.get(); i < min; i++) {
+      if (!startWorker()) return;
+    }
   }
 
   /** Wakes or starts a thread when fewer than {@code target} are running: after {@link #enqueue}. */
@@ -206,15 +274,22 @@ final class WorkerPool extends AbstractExecutorService {
 
   /** Wakes a parked worker, or starts one below {@code max}; false when neither is possible. */
   private boolean wakeOne() {
-    if (wakeParked()) return true;
+    return wakeParked() || startWorker();
+  }
+
+  /** Starts a worker below {@code max}, counted active; false at {@code max} or on failure. */
+  private boolean startWorker() {
+    int n;
     for (;;) {
-      int n = threads.get();
+      n = threads.get();
       if (n >= max) return false;
       if (threads.compareAndSet(n, n + 1)) break;
     }
     activate();
     try {
-      Worker started = new Worker();
+      // The first min threads stay. Those never exit for idleness, so while fewer than min
+      // threads exist they are all such threads, and the new one is one too.
+      Worker started = new Worker(n < min);
       workers.add(started);
       started.thread.start();
     } catch (Throwable t) {
@@ -234,6 +309,8 @@ final class WorkerPool extends AbstractExecutorService {
 
   private final class Worker implements Runnable {
     final Thread thread;
+    /** One of the {@code min} threads that stay while idle. */
+    final boolean core;
     volatile boolean permit;
     /** When the task this worker runs started (System.nanoTime()), 0 between tasks. */
     volatile long taskStart;
@@ -248,7 +325,8 @@ final class WorkerPool extends AbstractExecutorService {
      */
     volatile OsThreads.Stat stat;
 
-    Worker() {
+    Worker(boolean core) {
+      this.core = core;
       thread = factory.newThread(this);
     }
 
@@ -265,6 +343,7 @@ final class WorkerPool extends AbstractExecutorService {
             task.started(at);
             runTask(task);
             taskStart = 0;
+            if (pending != null) pending.decrementAndGet();
             if (!virtual) { // only event loops over platform workers read it
               long avg = taskNanos.get();
               taskNanos.lazySet(avg + ((System.nanoTime() - at - avg) >> 3));
@@ -313,10 +392,15 @@ final class WorkerPool extends AbstractExecutorService {
       }
       long deadline = System.nanoTime() + keepAliveNanos;
       while (!permit) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0 && idle.remove(this)) return false;
-        // (a waker that already took us off the idle list sets permit at once)
-        LockSupport.parkNanos(this, left > 0 ? left : 1_000_000);
+        if (core) {
+          // kept however long it idles; a waker (or shutdown) sets permit and unparks it
+          LockSupport.park(this);
+        } else {
+          long left = deadline - System.nanoTime();
+          if (left <= 0 && idle.remove(this)) return false;
+          // (a waker that already took us off the idle list sets permit at once)
+          LockSupport.parkNanos(this, left > 0 ? left : 1_000_000);
+        }
         // an interrupt would make every park return at once: a spinning idle thread
         if (state != STOP) Thread.interrupted();
       }

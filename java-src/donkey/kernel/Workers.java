@@ -27,13 +27,26 @@ final class Workers {
    * @throws IllegalArgumentException when {@code n < 1}
    */
   static WorkerPool platform(int n) {
+    return platform(n, 0, 60_000, 0);
+  }
+
+  /**
+   * {@link #platform(int)} with the server's settings: {@code min} threads started now and
+   * kept while idle, others exiting after {@code idleMs} without work, and at most
+   * {@code maxQueued} requests waiting once {@code n} are busy (0 = no bound).
+   *
+   * @throws IllegalArgumentException when {@code n < 1} or {@code maxQueued < 0}
+   */
+  static WorkerPool platform(int n, int min, long idleMs, int maxQueued) {
     AtomicInteger ids = new AtomicInteger();
     ThreadFactory tf = r -> {
       Thread t = new Thread(r, "donkey-worker-" + ids.incrementAndGet());
       t.setDaemon(true);
       return t;
     };
-    return pool(tf, false, n);
+    WorkerPool p = pool(tf, false, n, min, maxQueued, idleMs);
+    p.prestart();
+    return p;
   }
 
   /**
@@ -46,6 +59,11 @@ final class Workers {
    * @throws IllegalStateException on a JVM without virtual threads
    */
   static WorkerPool virtual() {
+    return virtual(60_000);
+  }
+
+  /** {@link #virtual()} whose idle threads exit after {@code idleMs} without work. */
+  static WorkerPool virtual(long idleMs) {
     if (!virtualThreadsAvailable()) {
       throw new IllegalStateException(
           ":virtual-threads? needs Java 21 or later; this JVM is " + Runtime.version());
@@ -61,13 +79,14 @@ final class Workers {
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("could not create a virtual-thread factory", e);
     }
-    return pool(tf, true, Integer.MAX_VALUE);
+    return pool(tf, true, Integer.MAX_VALUE, 0, 0, idleMs);
   }
 
-  private static WorkerPool pool(ThreadFactory tf, boolean virtual, int max) {
-    return new WorkerPool("donkey-worker", tf, virtual, max,
+  private static WorkerPool pool(ThreadFactory tf, boolean virtual, int max, int min,
+                                 int maxQueued, long idleMs) {
+    return new WorkerPool("donkey-worker", tf, virtual, max, min, maxQueued,
         Runtime.getRuntime().availableProcessors(),
-        TimeUnit.MILLISECONDS.toNanos(STALL_MS), TimeUnit.SECONDS.toNanos(60));
+        TimeUnit.MILLISECONDS.toNanos(STALL_MS), TimeUnit.MILLISECONDS.toNanos(idleMs));
   }
 
   /** How long a queued request may wait for a busy pool before another thread is woken. */

@@ -23,7 +23,11 @@ import java.util.Iterator;
  * map of the SPEC's keys whose {@code :headers}, {@code :server-name} and {@code :server-port}
  * (and {@code :remote-addr} when X-Forwarded-For is trusted) are worked out the first time one
  * of them is read, so a handler that never reads them never pays for the pass over the
- * request's headers. The other values are taken from the Vert.x request when the map is made.
+ * request's headers. The deprecated keys Ring's servlet adapter and http-kit still set,
+ * {@code :content-type}, {@code :content-length} (a Long) and {@code :character-encoding},
+ * are always present (nil when the request has no such header) and worked out from the same
+ * pass each time one is read. The other values are taken from the Vert.x request when the map
+ * is made.
  *
  * <p>To its users it is a plain Clojure map: {@code get}, keyword lookup, {@code contains?},
  * {@code count}, {@code =} and {@code hash} (equal to the {@link PersistentArrayMap} with the
@@ -140,8 +144,10 @@ final class LazyRequestMap extends APersistentMap
     IPersistentMap m = whole;
     if (m == null) {
       RequestMap.Authority a = authority();
+      RequestMap.Head h = head();
       whole = m = RequestMap.entries(a.port, a.name, remoteAddr(), uri, queryString, scheme,
-          method, protocol, head().headers, body, pathParams);
+          method, protocol, h.headers, h.contentType, RequestMap.contentLength(h.contentLength),
+          RequestMap.characterEncoding(h.contentType), body, pathParams);
     }
     return m;
   }
@@ -167,6 +173,12 @@ final class LazyRequestMap extends APersistentMap
     if (key == RequestMap.SERVER_NAME) return authority().name;
     if (key == RequestMap.SERVER_PORT) return authority().port;
     if (key == RequestMap.PROTOCOL) return protocol;
+    // the deprecated keys last: few handlers read them, and each read is cheap
+    if (key == RequestMap.CONTENT_TYPE) return head().contentType;
+    if (key == RequestMap.CONTENT_LENGTH) return RequestMap.contentLength(head().contentLength);
+    if (key == RequestMap.CHARACTER_ENCODING) {
+      return RequestMap.characterEncoding(head().contentType);
+    }
     return notFound;
   }
 
@@ -176,7 +188,9 @@ final class LazyRequestMap extends APersistentMap
         || key == RequestMap.HEADERS || key == RequestMap.QUERY_STRING
         || key == RequestMap.BODY || key == RequestMap.SCHEME || key == RequestMap.REMOTE_ADDR
         || key == RequestMap.SERVER_NAME || key == RequestMap.SERVER_PORT
-        || key == RequestMap.PROTOCOL || key == RequestMap.PATH_PARAMS && pathParams != null;
+        || key == RequestMap.PROTOCOL || key == RequestMap.CONTENT_TYPE
+        || key == RequestMap.CONTENT_LENGTH || key == RequestMap.CHARACTER_ENCODING
+        || key == RequestMap.PATH_PARAMS && pathParams != null;
   }
 
   @Override
@@ -186,7 +200,7 @@ final class LazyRequestMap extends APersistentMap
 
   @Override
   public int count() {
-    return pathParams == null ? 10 : 11;
+    return pathParams == null ? 13 : 14;
   }
 
   // ---- whole-map operations: on the built map -------------------------------------------

@@ -42,6 +42,11 @@ public final class RequestMap {
   public static final Keyword BODY = Keyword.intern("body");
   public static final Keyword SSL_CLIENT_CERT = Keyword.intern("ssl-client-cert");
   public static final Keyword PATH_PARAMS = Keyword.intern("path-params");
+  // deprecated in the SPEC since Ring 1.3, still set by Ring's servlet adapter (ring-jetty)
+  // and http-kit, and read by older middleware and libraries
+  public static final Keyword CONTENT_TYPE = Keyword.intern("content-type");
+  public static final Keyword CONTENT_LENGTH = Keyword.intern("content-length");
+  public static final Keyword CHARACTER_ENCODING = Keyword.intern("character-encoding");
 
   static final Keyword HTTP = Keyword.intern("http");
   static final Keyword HTTPS = Keyword.intern("https");
@@ -217,12 +222,16 @@ public final class RequestMap {
     return ((LazyRequestMap) build(req, head, body, trustForwardedFor, pathParams, peer)).whole();
   }
 
-  /** The request map's entries, in the order {@code seq} shows them. */
+  /**
+   * The request map's entries, in the order {@code seq} shows them (Ring's servlet adapter's
+   * order, the deprecated keys after {@code :headers}).
+   */
   static IPersistentMap entries(Integer serverPort, String serverName, String remote,
                                 String uri, String queryString, Object scheme, Object method,
-                                String protocol, IPersistentMap headers, InputStream body,
+                                String protocol, IPersistentMap headers, String contentType,
+                                Long contentLength, String characterEncoding, InputStream body,
                                 IPersistentMap pathParams) {
-    Object[] kv = new Object[pathParams == null ? 20 : 22];
+    Object[] kv = new Object[pathParams == null ? 26 : 28];
     kv[0] = SERVER_PORT;
     kv[1] = serverPort;
     kv[2] = SERVER_NAME;
@@ -241,11 +250,17 @@ public final class RequestMap {
     kv[15] = protocol;
     kv[16] = HEADERS;
     kv[17] = headers;
-    kv[18] = BODY;
-    kv[19] = body;
+    kv[18] = CONTENT_TYPE;
+    kv[19] = contentType;
+    kv[20] = CONTENT_LENGTH;
+    kv[21] = contentLength;
+    kv[22] = CHARACTER_ENCODING;
+    kv[23] = characterEncoding;
+    kv[24] = BODY;
+    kv[25] = body;
     if (pathParams != null) {
-      kv[20] = PATH_PARAMS;
-      kv[21] = pathParams;
+      kv[26] = PATH_PARAMS;
+      kv[27] = pathParams;
     }
     return new PersistentArrayMap(kv);
   }
@@ -377,6 +392,68 @@ public final class RequestMap {
 
   private static String join(String name, String a, String b) {
     return a + ("cookie".equals(name) ? "; " : ",") + b;
+  }
+
+  /**
+   * {@code :content-length}: the Content-Length header as a Long, or null when there is none
+   * or it is not a number of bytes. Read the way the kernel reads it before it accepts a body
+   * (a request whose Content-Length it cannot read is answered 400 before any handler runs),
+   * so a handler only ever sees null for a request without the header (chunked, or no body).
+   */
+  static Long contentLength(String value) {
+    if (value == null) return null;
+    try {
+      long n = Long.parseLong(value.trim());
+      return n >= 0 ? Long.valueOf(n) : null;
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+
+  /**
+   * {@code :character-encoding}: the value of the {@code charset} parameter of a Content-Type
+   * header value (name matched ignoring case, quotes and backslash escapes removed), or null
+   * when there is no header or no such parameter. The name is returned as sent, not checked
+   * against the charsets this JVM knows, as Ring's {@code ring.util.request/character-encoding}
+   * does.
+   */
+  static String characterEncoding(String contentType) {
+    if (contentType == null) return null;
+    int n = contentType.length();
+    int i = contentType.indexOf(';');
+    while (i >= 0 && i < n) {
+      i++; // past the ';'
+      while (i < n && (contentType.charAt(i) == ' ' || contentType.charAt(i) == '\t')) i++;
+      int eq = i;
+      while (eq < n && contentType.charAt(eq) != '=' && contentType.charAt(eq) != ';') eq++;
+      if (eq >= n) return null;
+      if (contentType.charAt(eq) == ';') {
+        i = eq; // a parameter without a value
+        continue;
+      }
+      boolean charset = contentType.substring(i, eq).trim().equalsIgnoreCase("charset");
+      int v = eq + 1;
+      while (v < n && (contentType.charAt(v) == ' ' || contentType.charAt(v) == '\t')) v++;
+      if (v < n && contentType.charAt(v) == '"') {
+        StringBuilder sb = charset ? new StringBuilder() : null;
+        int j = v + 1;
+        for (; j < n && contentType.charAt(j) != '"'; j++) {
+          char c = contentType.charAt(j);
+          if (c == '\\' && j + 1 < n) c = contentType.charAt(++j);
+          if (sb != null) sb.append(c);
+        }
+        if (charset) return sb.length() > 0 ? sb.toString() : null;
+        i = contentType.indexOf(';', j);
+      } else {
+        int end = contentType.indexOf(';', v);
+        if (charset) {
+          String name = contentType.substring(v, end < 0 ? n : end).trim();
+          return name.isEmpty() ? null : name;
+        }
+        i = end;
+      }
+    }
+    return null;
   }
 
   /** The first address of an X-Forwarded-For value, or null when it names none. */

@@ -29,7 +29,8 @@ import java.lang.System.Logger.Level;
  */
 public final class ResponseOutputStream extends OutputStream {
   private static final System.Logger LOG = System.getLogger("donkey");
-  private static final int BUFFER = 16 * 1024;
+  /** The buffer's size when the server is not told otherwise ({@code :output-buffer-size}). */
+  public static final int BUFFER = 16 * 1024;
 
   private final HttpServerResponse resp;
   private final int framing;
@@ -44,7 +45,7 @@ public final class ResponseOutputStream extends OutputStream {
   /** {@code GET /path}, for log lines. */
   private final String where;
   private final Object lock = new Object();
-  private byte[] buf = new byte[BUFFER];
+  private final byte[] buf;
   private int count;
   /** Body bytes taken so far (buffered or sent); never past {@link #declared}. */
   private long taken;
@@ -63,10 +64,14 @@ public final class ResponseOutputStream extends OutputStream {
    *     connection will close after the response, so that no request read behind it is served
    * @param closeConnection closes the connection gracefully, once the response is written
    * @param where the request, {@code GET /path}, for log lines
+   * @param bufferSize bytes held before the head is committed and they are sent; a body that
+   *     fits is sent with a Content-Length
+   * @throws IllegalArgumentException when {@code bufferSize < 1}
    */
   public ResponseOutputStream(HttpServerResponse resp, int framing, long declared,
                               boolean http10, Runnable closing, Runnable closeConnection,
-                              String where) {
+                              String where, int bufferSize) {
+    if (bufferSize < 1) throw new IllegalArgumentException("bufferSize must be >= 1");
     this.resp = resp;
     this.framing = framing;
     this.declared = declared;
@@ -74,6 +79,7 @@ public final class ResponseOutputStream extends OutputStream {
     this.closing = closing;
     this.closeConnection = closeConnection;
     this.where = where;
+    this.buf = new byte[bufferSize];
   }
 
   /** True when nothing written is sent (HEAD, 204, 205, 304). */

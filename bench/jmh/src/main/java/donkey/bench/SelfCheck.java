@@ -39,7 +39,24 @@ public final class SelfCheck {
     IPersistentMap pp = PersistentArrayMap.createAsIfByAssoc(new Object[] {Keyword.intern("id"), "7"});
     same(RequestMap.buildEager(req, null, body, false, pp, null), RequestMap.build(req, null, body, false, pp, null), "path-params");
     IPersistentMap withPp = RequestMap.build(req, null, null, false, pp, null);
-    check(withPp.count() == 11 && withPp.valAt(RequestMap.PATH_PARAMS) == pp, "path-params key");
+    check(withPp.count() == 14 && withPp.valAt(RequestMap.PATH_PARAMS) == pp, "path-params key");
+
+    // The deprecated keys: present with nil without the headers, values with them.
+    IPersistentMap plain = RequestMap.build(req, null, null, false, null, null);
+    check(plain.containsKey(RequestMap.CONTENT_TYPE) && plain.valAt(RequestMap.CONTENT_TYPE) == null
+        && plain.containsKey(RequestMap.CONTENT_LENGTH) && plain.valAt(RequestMap.CONTENT_LENGTH) == null
+        && plain.containsKey(RequestMap.CHARACTER_ENCODING)
+        && plain.valAt(RequestMap.CHARACTER_ENCODING) == null, "deprecated keys without a body");
+    MultiMap withBody = FakeRequest.browserHeaders();
+    withBody.add("Content-Type", "text/plain; charset=\"UTF-8\"");
+    withBody.add("Content-Length", "5");
+    FakeRequest wb = new FakeRequest(withBody);
+    same(RequestMap.buildEager(wb, null, body, false, null, null), RequestMap.build(wb, null, body, false, null, null),
+        "content headers");
+    IPersistentMap cm = RequestMap.build(wb, null, body, false, null, null);
+    check("text/plain; charset=\"UTF-8\"".equals(cm.valAt(RequestMap.CONTENT_TYPE))
+        && Long.valueOf(5).equals(cm.valAt(RequestMap.CONTENT_LENGTH))
+        && "UTF-8".equals(cm.valAt(RequestMap.CHARACTER_ENCODING)), "deprecated keys with a body");
 
     // :server-name/:server-port come from the Host header: the lazy map must follow.
     String[] hosts = {"example.org", "example.org:9000", "[::1]:8443", "[::1]", "h:99999", ":80"};

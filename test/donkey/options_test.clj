@@ -1,0 +1,343 @@
+(ns donkey.options-test
+  "ring-jetty's and http-kit's options: supported, aliases, refused, and the ones that change the
+  worker pool, the Server header, the response buffer and the server's threads. Real servers on
+  :port 0."
+  (:require [clojure.test :refer [deftest is testing]]
+            [donkey.server :as server]
+            [donkey.test-util :as u :refer [with-server GET raw]])
+  (:import (donkey.kernel Server ServerConfig)
+           (io.vertx.core Vertx)
+           (java.io ByteArrayInputStream InputStream)
+           (java.net Socket)
+           (java.util.concurrent CountDownLatch Executors Future TimeUnit)))
+
+(defn- hello [_] {:status 200 :headers {"content-type" "text/plain"} :body "hi"})
+
+(defn- cfg
+  "The kernel configuration run-server would start with for `opts`."
+  ^ServerConfig [opts]
+  (#'server/config hello opts))
+
+(defn- refusal
+  "The message of the IllegalArgumentException run-server throws for `opts`, or nil."
+  [opts]
+  (try (server/stop (server/run-server hello (merge {:port 0 :join? false} opts)))
+       nil
+       (catch IllegalArgumentException e (ex-message e))))
+
+(defn- header-names [^String raw-response]
+  (set (map #(.toLowerCase ^String (second %)) (re-seq #"(?m)^([A-Za-z-]+):" raw-response))))
+
+(def ^:private get-close "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+
+;; ---- the Server and Date headers ---------------------------------------------------------
+
+(deftest send-server-version-false-drops-the-server-header
+  (testing "on a handler's response and on the kernel's own answers"
+    (with-server hello {:send-server-version? false}
+      (let [ok (raw get-close)
+            bad (raw "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n")]
+        (is (re-find #"^HTTP/1.1 200" ok))
+        (is (not (contains? (header-names ok) "server")) ok)
+        (is (re-find #"^HTTP/1.1 400" bad))
+        (is (not (contains? (header-names bad) "server")) bad))))
+  (testing "true (ring-jetty's default) leaves :server-header in charge"
+    (with-server hello {:send-server-version? true}
+      (is (.contains ^String (raw get-close) "\r\nserver: donkey\r\n")))
+    (with-server hello {:send-server-version? true :server-header "edge"}
+      (is (.contains ^String (raw get-close) "\r\nserver: edge\r\n"))))
+  (testing "false beside a :server-header that names one is a contradiction"
+    (is (re-find #"disagree: .*:server-header \"x\".*:send-server-version\? false"
+                 (refusal {:send-server-version? false :server-header "x"})))
+    (is (nil? (refusal {:send-server-version? false :server-header nil})) "agreeing is fine")))
+
+(deftest send-date-header-and-async-timeouts-are-validated-and-configured
+  (let [c (cfg {})]
+    (is (true? (.sendDateHeader c)))
+    (is (= -1 (.asyncTimeoutMs c)) "the default: as :request-timeout")
+    (is (nil? (.asyncTimeoutHandler c))))
+  (let [h (fn [_ respond _] (respond {:status 504}))
+        c (cfg {:send-date-header? false :async-timeout 250 :async-timeout-handler h})]
+    (is (false? (.sendDateHeader c)))
+    (is (= 250 (.asyncTimeoutMs c)))
+    (is (identical? h (.asyncTimeoutHandler c))))
+  (is (= 0 (.asyncTimeoutMs (cfg {:async-timeout 0}))) "0: no limit")
+  (is (= -1 (.asyncTimeoutMs (cfg {:async-timeout nil}))) "nil: the default")
+  (doseq [[opts re] [[{:send-date-header? "no"} #":send-date-header\? must be true or false"]
+                     [{:async-timeout -2} #":async-timeout must be an integer in -1\.\."]
+                     [{:async-timeout 1.5} #":async-timeout must be an integer"]
+                     [{:async-timeout-handler "fn"} #":async-timeout-handler must be a function"]]]
+    (is (re-find re (str (refusal opts))) (pr-str opts))))
+
+;; ---- aliases ------------------------------------------------------------------------------
+
+(deftest aliases-set-the-donkey-option
+  (doseq [[opts field expected]
+          [[{:max-threads 7} #(.workerThreads ^ServerConfig %) 7]
+           [{:max-idle-time 4000} #(.idleTimeoutMs ^ServerConfig %) 4000]
+           [{:request-header-size 4096} #(.maxHeaderSize ^ServerConfig %) 4096]
+           [{:selector-threads 3} #(.eventLoops ^ServerConfig %) 3]
+           [{:selector-threads -1} #(.eventLoops ^ServerConfig %) (.availableProcessors (Runtime/getRuntime))]
+           [{:ip "127.0.0.1"} #(.host ^ServerConfig %) "127.0.0.1"]
+           [{:thread 6} #(.workerThreads ^ServerConfig %) 6]
+           [{:n-threads 6} #(.workerThreads ^ServerConfig %) 6]
+           [{:n-max-threads 9} #(.workerThreads ^ServerConfig %) 9]
+           [{:n-min-threads 2} #(.minThreads ^ServerConfig %) 2]
+           [{:pool-opts {:n-threads 5 :queue-size 11}} #(vector (.workerThreads ^ServerConfig %) (.maxQueuedRequests ^ServerConfig %)) [5 11]]
+           [{:thread 3 :pool-opts {:n-threads 5}} #(.workerThreads ^ServerConfig %) 5]
+           [{:queue-size 20480} #(.maxQueuedRequests ^ServerConfig %) 20480]
+           [{:max-body 1000} #(.maxBodySize ^ServerConfig %) 1000]
+           [{:max-line 4096} #(.maxInitialLineLength ^ServerConfig %) 4096]
+           [{:ring-async? true} #(.async ^ServerConfig %) true]
+           [{:legacy-unsafe-remote-addr? true} #(.trustForwardedFor ^ServerConfig %) true]
+           [{:legacy-unsafe-remote-addr? false} #(.trustForwardedFor ^ServerConfig %) false]
+           [{:allow-virtual? false} #(.virtualThreads ^ServerConfig %) false]
+           [{:allow-virtual? true} #(.virtualThreads ^ServerConfig %) (>= (.feature (Runtime/version)) 21)]
+           [{:send-server-version? false} #(.serverHeader ^ServerConfig %) nil]
+           [{:send-server-version? true} #(.serverHeader ^ServerConfig %) "donkey"]]]
+    (is (= expected (field (cfg opts))) (pr-str opts))))
+
+(deftest aliases-work-on-the-wire
+  (testing ":request-header-size is the header section's limit (431 over it)"
+    (with-server hello {:request-header-size 512}
+      (is (re-find #"^HTTP/1.1 431" (raw (str "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " (apply str (repeat 600 "a"))
+                                               "\r\nConnection: close\r\n\r\n"))))
+      (is (re-find #"^HTTP/1.1 200" (raw get-close)))))
+  (testing ":max-line is the request line's limit (414 over it)"
+    (with-server hello {:max-line 300}
+      (is (re-find #"^HTTP/1.[01] 414" (raw (str "GET /" (apply str (repeat 400 "a")) " HTTP/1.1\r\nHost: x\r\n\r\n"))))))
+  (testing ":max-body is the body limit (413 over it)"
+    (with-server hello {:max-body 10}
+      (is (= 413 (:status (u/request :post "/" {:body "more than ten bytes"}))))
+      (is (= 200 (:status (u/request :post "/" {:body "short"}))))))
+  (testing ":max-idle-time closes an idle keep-alive connection"
+    (with-server hello {:max-idle-time 300}
+      (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+        (.setSoTimeout s 5000)
+        (let [out (.getOutputStream s) in (.getInputStream s) buf (byte-array 4096)]
+          (.write out (.getBytes "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+          (.flush out)
+          (is (pos? (.read in buf)) "the response")
+          (let [t0 (System/nanoTime)
+                n (try (.read in buf) (catch java.net.SocketException _ -1))]
+            (is (= -1 n) "then the server closes the idle connection")
+            (is (< (/ (- (System/nanoTime) t0) 1e6) 3000)))))))
+  (testing ":ip is the address bound"
+    (let [msg (try (server/stop (server/run-server hello {:port 0 :join? false :ip "203.0.113.7"})) nil
+                   (catch IllegalStateException e (ex-message e)))]
+      (is (re-find #"could not listen on 203\.0\.113\.7" (str msg)) "not 0.0.0.0: the address given")))
+  (testing ":ring-async? true calls the handler with respond and raise"
+    (with-server (fn [_ respond _] (respond {:status 200 :body "async"})) {:ring-async? true}
+      (is (= "async" (:body (GET "/"))))))
+  (testing ":legacy-unsafe-remote-addr? true takes :remote-addr from X-Forwarded-For"
+    (with-server (fn [req] {:status 200 :body (:remote-addr req)}) {:legacy-unsafe-remote-addr? true}
+      (is (= "10.1.1.1" (:body (GET "/" {:headers {"X-Forwarded-For" "10.1.1.1"}})))))))
+
+(deftest two-names-of-one-setting-must-agree
+  (doseq [[opts names] [[{:max-threads 8 :worker-threads 16} [":worker-threads 16" ":max-threads 8"]]
+                        [{:thread 4 :max-threads 8} [":max-threads 8" ":thread 4"]]
+                        [{:ip "127.0.0.1" :host "0.0.0.0"} [":host \"0.0.0.0\"" ":ip \"127.0.0.1\""]]
+                        [{:max-idle-time 1000 :idle-timeout 2000} [":idle-timeout 2000" ":max-idle-time 1000"]]
+                        [{:queue-size 5 :max-queued-requests 6} [":max-queued-requests 6" ":queue-size 5"]]
+                        [{:ring-async? true :async? false} [":async? false" ":ring-async? true"]]]]
+    (let [msg (str (refusal opts))]
+      (is (re-find #"options naming one setting disagree" msg) (pr-str opts))
+      (is (every? #(.contains msg ^String %) names) msg)))
+  (is (nil? (refusal {:max-threads 8 :worker-threads 8})) "the same value twice is fine")
+  (is (nil? (refusal {:max-threads nil :worker-threads 8})) "nil means not given")
+  (testing "an alias's bad value is reported under the alias's name"
+    (is (re-find #":thread must be an integer" (str (refusal {:thread 0}))))
+    (is (re-find #":max-idle-time must be an integer" (str (refusal {:max-idle-time "1s"}))))))
+
+;; ---- refused -----------------------------------------------------------------------------
+
+(deftest options-donkey-cannot-honour-are-refused
+  (doseq [[opts what] [[{:ssl? true} #"TLS"] [{:ssl-port 8443} #"TLS"] [{:keystore "k.jks"} #"TLS"]
+                       [{:key-password "p"} #"TLS"] [{:truststore "t.jks"} #"TLS"] [{:client-auth :need} #"TLS"]
+                       [{:ssl-context :ctx} #"TLS"] [{:sni-host-check? true} #"TLS"] [{:exclude-ciphers ["x"]} #"TLS"]
+                       [{:keystore-scan-interval 60} #"TLS"]
+                       [{:http? false} #"HTTPS only"] [{:h2? true} #"HTTP/2"] [{:h2c? true} #"HTTP/2"]
+                       [{:unix-socket "/tmp/s"} #"Unix domain"] [{:address-finder (fn [])} #"Unix domain"]
+                       [{:channel-factory (fn [_])} #"Unix domain"]
+                       [{:configurator identity} #"Jetty Server"]
+                       [{:thread-pool :pool} #"pool of its own"] [{:worker-pool :pool} #"pool of its own"]
+                       [{:websockets {"/ws" {}}} #"WebSockets"] [{:ws-idle-timeout 1000} #"WebSockets"]
+                       [{:ws-max-text-size 10} #"WebSockets"] [{:ws-max-binary-size 10} #"WebSockets"]
+                       [{:max-ws 4194304} #"WebSockets"]
+                       [{:proxy-protocol :enable} #"PROXY"] [{:proxy-protocol :optional} #"PROXY"]
+                       [{:error-logger prn} #"System.Logger"] [{:warn-logger prn} #"System.Logger"]
+                       [{:event-logger prn} #"System.Logger"] [{:event-names {}} #"System.Logger"]]]
+    (let [k (key (first opts))
+          msg (str (refusal opts))]
+      (is (.contains msg (str k " is not supported")) (pr-str opts))
+      (is (re-find what msg) msg)))
+  (testing "the same options saying \"not wanted\" are accepted"
+    (doseq [opts [{:ssl? false} {:http? true} {:h2? false} {:proxy-protocol :disable}
+                  {:keystore nil} {:configurator nil}]]
+      (is (nil? (refusal opts)) (pr-str opts)))))
+
+(deftest options-without-effect-are-accepted
+  (is (nil? (refusal {:acceptor-threads 2 :response-header-size 8192 :legacy-return-value? false
+                      :worker-name-prefix "w-" :prefix "w-" :queue-type :linked
+                      :allow-virtual? false :join? false
+                      :legacy-content-length? true})))
+  (is (nil? (refusal {:legacy-content-length? false}))
+      "donkey keeps a handler's Content-Length where it agrees with the body, as false asks"))
+
+;; ---- the worker pool ---------------------------------------------------------------------
+
+(defn- concurrently
+  "Sends `n` GETs at once, each on its own connection; returns their futures."
+  [n path]
+  (let [pool (Executors/newFixedThreadPool n)
+        fs (mapv (fn [_] (.submit pool ^Callable (bound-fn [] (GET path)))) (range n))]
+    (.shutdown pool)
+    fs))
+
+(deftest max-queued-requests-answers-503-over-the-bound
+  (doseq [opts [{:worker-threads 2 :max-queued-requests 2} {:thread 2 :queue-size 2}]]
+    (testing (pr-str opts)
+      (let [release (CountDownLatch. 1)
+            handler (fn [_] (.await release 10 TimeUnit/SECONDS) {:status 200 :body "done"})]
+        (with-server handler opts
+          (let [t0 (System/nanoTime)
+                fs (concurrently 7 "/")
+                ;; the 3 over 2 running + 2 queued are answered while the others still wait
+                early (loop [i 0]
+                        (let [done (filterv #(.isDone ^Future %) fs)]
+                          (if (or (>= (count done) 3) (> i 100)) done (do (Thread/sleep 50) (recur (inc i))))))
+                early-ms (/ (- (System/nanoTime) t0) 1e6)]
+            (is (= 3 (count early)) "three requests answered before any handler finished")
+            (is (every? #(= 503 (:status (.get ^Future %))) early))
+            (is (< early-ms 3000) (str "quickly: " (long early-ms) " ms"))
+            (.countDown release)
+            (let [statuses (frequencies (map #(:status (.get ^Future % 10 TimeUnit/SECONDS)) fs))]
+              (is (= {200 4 503 3} statuses)))
+            (testing "and the pool takes requests again once it has room"
+              (is (= 200 (:status (GET "/")))))))))))
+
+(deftest without-max-queued-requests-every-request-waits
+  (let [release (CountDownLatch. 1)
+        handler (fn [_] (.await release 10 TimeUnit/SECONDS) {:status 200})]
+    (with-server handler {:worker-threads 2}
+      (let [fs (concurrently 7 "/")]
+        (Thread/sleep 300)
+        (is (not-any? #(.isDone ^Future %) fs))
+        (.countDown release)
+        (is (every? #(= 200 (:status (.get ^Future % 10 TimeUnit/SECONDS))) fs))))))
+
+(defn- served-threads
+  "Runs `n` requests at once through a server started with `opts`, each holding its worker
+  until all `n` are in; then, after `wait-ms` of idleness and while the server still runs,
+  returns how many worker threads served them and how many of those are alive."
+  [opts n wait-ms]
+  (let [inside (CountDownLatch. n)
+        seen (java.util.concurrent.ConcurrentHashMap/newKeySet)
+        handler (fn [_]
+                  (.add seen (Thread/currentThread))
+                  (.countDown inside)
+                  (.await inside 5 TimeUnit/SECONDS)
+                  {:status 200})]
+    (with-server handler (merge {:worker-threads 8} opts)
+      (let [fs (concurrently n "/")]
+        (doseq [f fs] (.get ^Future f 10 TimeUnit/SECONDS))
+        (Thread/sleep wait-ms)
+        {:served (count seen) :alive (count (filter #(.isAlive ^Thread %) seen))}))))
+
+(deftest thread-idle-timeout-and-min-threads
+  (testing ":thread-idle-timeout: idle workers exit after it"
+    (is (= {:served 4 :alive 0} (served-threads {:thread-idle-timeout 200} 4 1200))
+        "one thread per blocked request, all gone after the idle timeout"))
+  (testing ":min-threads: that many stay however long they idle"
+    (is (= {:served 4 :alive 2} (served-threads {:thread-idle-timeout 200 :min-threads 2} 4 1200))
+        "two kept, two gone"))
+  (testing "the default keeps idle workers for a minute"
+    (is (= {:served 3 :alive 3} (served-threads {} 3 600))))
+  (testing ":min-threads threads are started with the server"
+    (let [before (set (filter #(re-find #"^donkey-worker-\d" (.getName ^Thread %)) (keys (Thread/getAllStackTraces))))]
+      (with-server hello {:min-threads 3}
+        (let [now (set (filter #(re-find #"^donkey-worker-\d" (.getName ^Thread %)) (keys (Thread/getAllStackTraces))))]
+          (is (<= 3 (count (remove before now))))))))
+  (testing "bad values"
+    (is (re-find #":min-threads must be an integer in 0\.\.4" (str (refusal {:worker-threads 4 :min-threads 5}))))
+    (is (re-find #":thread-idle-timeout must be an integer" (str (refusal {:thread-idle-timeout 0}))))
+    (is (re-find #":max-queued-requests must be an integer" (str (refusal {:max-queued-requests -1}))))))
+
+;; ---- daemon threads ----------------------------------------------------------------------
+
+(defn- event-loop-thread
+  "A thread of `s`'s event loops."
+  ^Thread [^Server s]
+  (let [p (promise)
+        ^Vertx v (.vertx s)]
+    (.runOnContext (.getOrCreateContext v) (reify io.vertx.core.Handler
+                                             (handle [_ _] (deliver p (Thread/currentThread)))))
+    (deref p 5000 nil)))
+
+(deftest daemon-threads
+  (with-open [s (server/run-server hello {:port 0 :join? false})]
+    (is (false? (.isDaemon (event-loop-thread s))) "by default a running server keeps the JVM alive"))
+  (with-open [s (server/run-server hello {:port 0 :join? false :daemon? true})]
+    (is (true? (.isDaemon (event-loop-thread s))) ":daemon? true: it does not")
+    (binding [u/*port* (server/port s)]
+      (is (= 200 (:status (GET "/"))))))
+  (is (re-find #":daemon\? must be true or false" (str (refusal {:daemon? 1})))))
+
+;; ---- the response buffer -----------------------------------------------------------------
+
+(deftest output-buffer-size-decides-the-framing-of-streamed-bodies
+  (let [handler (fn [req]
+                  (let [n (Long/parseLong (subs (:uri req) 1))]
+                    {:status 200 :body (ByteArrayInputStream. (byte-array n (byte 97)))}))
+        framing (fn [resp] (cond (re-find #"(?mi)^transfer-encoding: chunked" resp) :chunked
+                                 (re-find #"(?mi)^content-length: \d+" resp) :length))]
+    (with-server handler {}
+      (is (= :length (framing (raw "GET /16000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))))
+      (is (= :chunked (framing (raw "GET /20000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")))
+          "over the default 16 KiB"))
+    (with-server handler {:output-buffer-size 32768}
+      (let [resp (raw "GET /20000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")]
+        (is (= :length (framing resp)))
+        (is (re-find #"(?mi)^content-length: 20000" resp))
+        (is (.endsWith ^String resp (apply str (repeat 100 "a"))))))
+    (with-server handler {:output-buffer-size 1024}
+      (let [resp (raw "GET /2000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")]
+        (is (= :chunked (framing resp)))
+        (is (= 2000 (count (re-seq #"a" (second (.split ^String resp "\r\n\r\n" 2))))) "the whole body")))))
+
+;; ---- the server value as http-kit's stop function ----------------------------------------
+
+(deftest the-server-is-a-stop-function
+  (testing "(server)"
+    (let [s (server/run-server hello {:port 0 :join? false})]
+      (is (= :running (server/status s)))
+      (is (nil? (s)))
+      (is (= :stopped (server/status s)))
+      (is (nil? (s)) "idempotent")))
+  (testing "(server :timeout ms) waits at most that long for in-flight requests"
+    (let [entered (promise)
+          s (server/run-server (fn [_] (deliver entered true) (Thread/sleep 3000) {:status 200})
+                               {:port 0 :join? false})
+          resp (binding [u/*port* (server/port s)] (future (try (GET "/") (catch Exception e e))))]
+      (deref entered 5000 nil)
+      (let [t0 (System/nanoTime)]
+        (s :timeout 100)
+        (is (< (/ (- (System/nanoTime) t0) 1e6) 2500) "did not wait for the 3 s handler")
+        (is (= :stopped (server/status s))))
+      (deref resp 5000 nil)))
+  (testing "(server {:timeout ms}) and (stop server {:timeout ms})"
+    (let [s (server/run-server hello {:port 0 :join? false})]
+      (is (nil? (s {:timeout 50})))
+      (is (= :stopped (server/status s))))
+    (let [s (server/run-server hello {:port 0 :join? false})]
+      (is (nil? (server/stop s {:timeout 50})))
+      (is (= :stopped (server/status s)))))
+  (testing "bad arguments are refused, and the server keeps running"
+    (with-open [s (server/run-server hello {:port 0 :join? false})]
+      (is (thrown-with-msg? IllegalArgumentException #":timeout" (s :wait 10)))
+      (is (thrown-with-msg? IllegalArgumentException #":timeout must be a whole number" (s :timeout "1s")))
+      (is (thrown-with-msg? IllegalArgumentException #":timeout must be >= 0" (s :timeout -1)))
+      (is (thrown-with-msg? IllegalArgumentException #"takes \{:timeout ms\}" (s 100)))
+      (is (= :running (server/status s)))
+      (binding [u/*port* (server/port s)]
+        (is (= 200 (:status (GET "/"))))))))
