@@ -71,6 +71,77 @@
 
 ;; ---- aliases ------------------------------------------------------------------------------
 
+;; ---- the kernel honours them -------------------------------------------------------------
+
+(deftest send-date-header-false-drops-the-date-header
+  (let [f (doto (java.io.File/createTempFile "donkey-date" ".txt") (.deleteOnExit))]
+    (spit f "file")
+    (doseq [[what handler request]
+            [["a fixed body, twice (a cached header block)" hello get-close]
+             ["a constant header map, many times" hello (apply str (concat (repeat 5 "GET / HTTP/1.1\r\nHost: x\r\n\r\n") [get-close]))]
+             ["a streamed body" (fn [_] {:status 200 :body (ByteArrayInputStream. (.getBytes "streamed"))}) get-close]
+             ["a file" (fn [_] {:status 200 :body f}) get-close]
+             ["the kernel's 400" hello "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n"]
+             ["the kernel's answer to an unparseable head" hello "GARBAGE\r\n\r\n"]]]
+      (testing what
+        (with-server handler {:send-date-header? false}
+          (let [resp (raw request)]
+            (is (re-find #"^HTTP/1.1 " resp) resp)
+            (is (not (contains? (header-names resp) "date")) resp)
+            (is (contains? (header-names resp) "server"))))))
+    (with-server hello {}
+      (is (contains? (header-names (raw get-close)) "date") "sent by default"))))
+
+(deftest async-timeout-applies-to-async-handlers
+  (testing "an async handler gets :async-timeout, a sync one :request-timeout"
+    (with-server {:routes [{:path "/async" :handler-mode :non-blocking :handler (fn [_ _ _])}
+                           {:path "/sync" :handler (fn [_] (Thread/sleep 1500) {:status 200 :body "late"})}]}
+      {:async-timeout 300 :request-timeout 1000}
+      (let [t0 (System/nanoTime)
+            r (GET "/async")
+            ms (/ (- (System/nanoTime) t0) 1e6)]
+        (is (= 503 (:status r)))
+        (is (< 250 ms 900) (str "after " (long ms) " ms")))
+      (let [t0 (System/nanoTime)
+            r (GET "/sync")
+            ms (/ (- (System/nanoTime) t0) 1e6)]
+        (is (= 503 (:status r)))
+        (is (< 950 ms 1450) (str "after " (long ms) " ms")))))
+  (testing ":async-timeout 0: no limit for async handlers"
+    (with-server (fn [_ respond _] (future (Thread/sleep 600) (respond {:status 200 :body "late"})))
+      {:async? true :async-timeout 0 :request-timeout 200}
+      (is (= "late" (:body (GET "/")))))))
+
+(deftest async-timeout-handler-answers-in-place-of-the-503
+  (let [seen (promise)]
+    (with-server (fn [_ _ _])
+      {:async? true :async-timeout 200
+       :async-timeout-handler (fn [req respond _]
+                                (deliver seen (:uri req))
+                                (respond {:status 504 :headers {"x-timeout" "yes"} :body "gave up"}))}
+      (let [r (GET "/slow")]
+        (is (= 504 (:status r)))
+        (is (= "gave up" (:body r)))
+        (is (= "yes" (u/header r "x-timeout")))
+        (is (= "/slow" (deref seen 1000 nil)) "called with the request"))))
+  (testing "its raise answers 500; a handler that throws does too"
+    (doseq [h [(fn [_ _ raise] (raise (ex-info "no" {})))
+               (fn [_ _ _] (throw (ex-info "boom" {})))]]
+      (with-server (fn [_ _ _]) {:async? true :async-timeout 200 :async-timeout-handler h}
+        (is (= 500 (:status (GET "/")))))))
+  (testing "it may answer later, from another thread; the handler's own late answer is dropped"
+    (with-server (fn [_ respond _] (future (Thread/sleep 800) (respond {:status 200 :body "too late"})))
+      {:async? true :async-timeout 200
+       :async-timeout-handler (fn [_ respond _] (future (Thread/sleep 100) (respond {:status 503 :body "busy"})))}
+      (let [r (GET "/")]
+        (is (= [503 "busy"] [(:status r) (:body r)])))))
+  (testing "sync handlers never call it"
+    (let [called (atom false)]
+      (with-server (fn [_] (Thread/sleep 600) {:status 200})
+        {:request-timeout 200 :async-timeout-handler (fn [_ respond _] (reset! called true) (respond {:status 200}))}
+        (is (= 503 (:status (GET "/"))))
+        (is (not @called))))))
+
 (deftest aliases-set-the-donkey-option
   (doseq [[opts field expected]
           [[{:max-threads 7} #(.workerThreads ^ServerConfig %) 7]
