@@ -15,11 +15,16 @@
                             (stream/on-close ch #(future-cancel f)))))}))
 
   Works with sync and async handlers and in route tables. The head is sent chunked as soon as
-  the response is given; on-open runs on the event loop (start long work elsewhere). When the
-  client goes away, `send!` returns false and the on-close fns run, so producers stop cleanly.
-  A HEAD request gets the head only. Vert.x closes a connection with nothing written for
-  `:idle-timeout` ms: send a comment (`(stream/sse {:comment \"\"})`) now and then to keep a
-  quiet stream open."
+  the response is given (to an HTTP/1.0 client, the body ends with the connection); on-open
+  runs on the event loop (start long work elsewhere). When the client goes away, `send!`
+  returns false and the on-close fns run, so producers stop cleanly. A HEAD request gets the
+  head only. The server closes a connection with nothing written for `:idle-timeout` ms: send
+  a comment (`(stream/sse {:comment \"\"})`) now and then to keep a quiet stream open.
+
+  `send!` does not block. A producer should follow a slow client with `writable?` and
+  `on-drain`; one that does not is stopped once `:max-queued-bytes` (8 MiB) wait for the
+  client: its connection is closed, `send!` returns false and the on-close fns run, so a client
+  that stops reading cannot grow the heap."
   (:require [clojure.string :as str])
   (:import (clojure.lang IFn)
            (donkey.ring ResponseChannel StreamingBody)))
@@ -28,15 +33,21 @@
 
 (defn channel
   "A response :body whose chunks `on-open` sends later: `(on-open ch)` is called with the open
-  channel once the head has gone out."
-  [on-open]
-  (when-not (ifn? on-open)
-    (throw (IllegalArgumentException. (str "channel needs an on-open fn, got " (pr-str on-open)))))
-  (StreamingBody. ^IFn on-open))
+  channel once the head has gone out. Options: `:max-queued-bytes`, the most bytes that may
+  wait for a slow client before its connection is closed (default 8 MiB)."
+  ([on-open] (channel on-open {}))
+  ([on-open {:keys [max-queued-bytes] :or {max-queued-bytes StreamingBody/MAX_QUEUED}}]
+   (when-not (ifn? on-open)
+     (throw (IllegalArgumentException. (str "channel needs an on-open fn, got " (pr-str on-open)))))
+   (when-not (and (integer? max-queued-bytes) (pos? max-queued-bytes))
+     (throw (IllegalArgumentException.
+             (str ":max-queued-bytes must be a positive integer, got " (pr-str max-queued-bytes)))))
+   (StreamingBody. ^IFn on-open (long max-queued-bytes))))
 
 (defn send!
   "Sends `data` (a String, as UTF-8, or a byte array) as one chunk, flushed at once. Returns
-  false when the channel is closed. Does not block: see `writable?` for slow readers."
+  false when the channel is closed, or has just been closed because the client fell
+  `:max-queued-bytes` behind. Does not block: see `writable?` for slow readers."
   [^ResponseChannel ch data]
   (.send ch data))
 

@@ -79,3 +79,33 @@
   (is (= "id: 1\ndata: a\ndata: b\n\n" (stream/sse {:id 1 :data "a\nb"})))
   (is (= "event: up\nretry: 100\ndata: {}\n\n" (stream/sse {:event "up" :retry 100 :data {}})))
   (is (= ": ping\n\n" (stream/sse {:comment "ping"}))))
+
+(deftest a-client-that-stops-reading-is-cut-off
+  ;; a producer that ignores writable? would queue without bound for a client that does not
+  ;; read; past :max-queued-bytes its connection is closed and send! says so
+  (let [result (promise)
+        closed (promise)
+        chunk (apply str (repeat 8192 "x"))]
+    (with-server (fn [_ respond _]
+                   (respond {:status 200
+                             :body (stream/channel
+                                    (fn [ch]
+                                      (stream/on-close ch #(deliver closed true))
+                                      (future
+                                        (deliver result
+                                                 (loop [sent 0]
+                                                   (cond (not (stream/send! ch chunk)) [:refused sent]
+                                                         (> sent (* 64 1024 1024)) [:sent sent]
+                                                         :else (recur (+ sent (count chunk))))))))
+                             {:max-queued-bytes (* 1024 1024)})}))
+      {:async? true}
+      (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+        (.setReceiveBufferSize s 4096)
+        (doto (.getOutputStream s) (.write (.getBytes "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) (.flush))
+        ;; never read
+        (let [[what sent] (deref result 10000 [:timeout])]
+          (is (= :refused what))
+          (is (< sent (* 8 1024 1024)) (str sent " bytes were accepted")))
+        (is (true? (deref closed 2000 false)) "the on-close fns ran")))
+    (testing "the option is checked"
+      (is (thrown? IllegalArgumentException (stream/channel identity {:max-queued-bytes 0}))))))

@@ -680,7 +680,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         ResponseWriter.sendFile(resp, (java.io.File) b, framing);
       } else {
         if (framing == Framing.BODY && http10()) closing(); // delimited by the close
-        ResponseChannel.open(resp, (StreamingBody) b, framing, http10(), this::closeGracefully);
+        ResponseChannel.open(resp, (StreamingBody) b, framing, http10(), this::closeGracefully,
+            () -> ConnectionGuard.abort(req.connection()));
       }
     } catch (Throwable t) {
       fail(t);

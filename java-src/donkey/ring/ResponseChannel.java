@@ -16,19 +16,30 @@ import java.util.List;
  *
  * <p>Threading: every method may be called from any thread; chunks sent from one thread
  * arrive in order (send from one thread at a time to keep an order across threads). Sends do
- * not block: check {@link #writable()} (or register {@link #onDrain}) to follow a slow reader
- * instead of queueing without bound.
+ * not block: check {@link #writable()} (or register {@link #onDrain}) to follow a slow reader.
+ * A producer that does not is stopped at the body's limit of bytes queued for the client
+ * ({@link StreamingBody#maxQueued}): the connection is closed, {@link #send} returns false and
+ * the on-close callbacks run, so a client that stops reading cannot grow the heap.
  */
 public final class ResponseChannel {
+  private static final System.Logger LOG = System.getLogger("donkey");
+
   private final HttpServerResponse resp;
   /** Closes the connection after the response, for a body delimited by the close; or null. */
   private final Runnable closeAfter;
+  /** Closes the connection at once, for a client that is too far behind. */
+  private final Runnable abort;
+  private final long maxQueued;
   private final List<IFn> onClose = new ArrayList<>();
   private boolean closed;
+  /** Bytes handed to Vert.x and not yet written to the socket (guarded by this). */
+  private long queued;
 
-  ResponseChannel(HttpServerResponse resp, Runnable closeAfter) {
+  ResponseChannel(HttpServerResponse resp, Runnable closeAfter, Runnable abort, long maxQueued) {
     this.resp = resp;
     this.closeAfter = closeAfter;
+    this.abort = abort;
+    this.maxQueued = maxQueued;
   }
 
   /**
@@ -47,11 +58,27 @@ public final class ResponseChannel {
       throw new IllegalArgumentException("send a String or byte[], not "
           + (data == null ? "nil" : data.getClass().getName()));
     }
+    int n = chunk.length();
     synchronized (this) {
       if (closed || resp.closed()) return false;
-      if (chunk.length() > 0) resp.write(chunk);
-      return true;
+      if (n == 0) return true;
+      if (queued + n > maxQueued) {
+        closed = true;
+      } else {
+        queued += n;
+        resp.write(chunk).onComplete(v -> written(n));
+        return true;
+      }
     }
+    LOG.log(System.Logger.Level.WARNING, "a streamed response''s client fell {0} bytes behind;"
+        + " closing its connection", maxQueued);
+    abort.run();
+    closed();
+    return false;
+  }
+
+  private synchronized void written(int n) {
+    queued -= n;
   }
 
   /** True until the response has been closed by {@link #close} or by the client. */
@@ -122,9 +149,10 @@ public final class ResponseChannel {
    * @param framing {@link Framing#of} the response
    * @param http10 true when the request was HTTP/1.0
    * @param closeConnection closes the connection gracefully, once the response is written
+   * @param abort closes the connection at once
    */
   public static void open(HttpServerResponse resp, StreamingBody body, int framing,
-                          boolean http10, Runnable closeConnection) {
+                          boolean http10, Runnable closeConnection, Runnable abort) {
     MultiMap h = resp.headers();
     if (framing != Framing.BODY) {
       Framing.setBodyless(h, framing, -1, -1);
@@ -133,7 +161,8 @@ public final class ResponseChannel {
     }
     h.remove(HttpHeaders.TRANSFER_ENCODING);
     h.remove(HttpHeaders.CONTENT_LENGTH);
-    ResponseChannel ch = new ResponseChannel(resp, http10 ? closeConnection : null);
+    ResponseChannel ch = new ResponseChannel(resp, http10 ? closeConnection : null, abort,
+        body.maxQueued);
     resp.closeHandler(v -> ch.closed());
     if (http10) {
       // (Vert.x would answer an HTTP/1.0 keep-alive with keep-alive: set after it does)
