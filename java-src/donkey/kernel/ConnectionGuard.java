@@ -176,12 +176,12 @@ final class ConnectionGuard {
    * The response to {@code e}, a request of {@code s}, has ended. (Vert.x may already have
    * started the next pipelined request, which is then {@code s.current} and stays so.)
    */
-  static void responseEnded(State s, Exchange e, HttpConnection c) {
+  static void responseEnded(State s, Exchange e) {
     s.ended++;
     if (s.current == e) s.current = null;
     s.idleSince = UNSTAMPED;
     // (a pipelined request read before the client's end has started by now, see above)
-    if (s.inputShut) closeIfDone(c, s);
+    if (s.inputShut) closeIfDone(e.connection(), s);
   }
 
   /**

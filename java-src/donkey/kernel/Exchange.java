@@ -17,6 +17,7 @@ import io.vertx.core.Context;
 import io.vertx.core.Handler;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -156,7 +157,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       onLoop(() -> handle(null));
       return;
     }
-    if (connection != null) ConnectionGuard.responseEnded(connection, this, req.connection());
+    if (connection != null) ConnectionGuard.responseEnded(connection, this);
     BodyInputStream in = bodyStream;
     if (in != null) in.discardRest();
     runAtEnd();
@@ -308,6 +309,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** True while the body is read before the (async) handler runs: not dispatched yet. */
   boolean awaitsBody() {
     return body != null;
+  }
+
+  /** The connection this request came on. */
+  HttpConnection connection() {
+    return req.connection();
   }
 
   /** Event loop: true once the whole request, body included, has arrived. */
