@@ -32,10 +32,12 @@ import java.util.regex.Pattern;
  * it.
  *
  * <p><b>Bad input</b>: malformed JSON (a bad literal, truncated input, trailing content, an
- * empty input to {@code read}) and input over Jackson's limits (nesting deeper than 1000,
- * a number longer than 1000 digits, a string over 20 M characters) raise {@link JsonException},
- * whose message says what and where without echoing the input. An I/O failure of the stream
- * itself is an {@link UncheckedIOException}.
+ * empty input to {@code read}), input over Jackson's limits (nesting deeper than 1000,
+ * a number longer than 1000 digits, a string over 20 M characters), an object with more keys
+ * than {@code maxKeys} (10,000 unless given) and keys of colliding hashes ({@link JsonReading})
+ * raise {@link JsonException}, whose message says what and where without echoing the input,
+ * and whose {@link JsonException#status()} is 413 for too many keys, else 400. An I/O failure
+ * of the stream itself is an {@link UncheckedIOException}.
  *
  * <p><b>Writing</b> ({@code writeBytes}, {@code writeString}, {@code writeBuffer}): UTF-8 JSON,
  * compact unless asked otherwise. A value that cannot be written (an object Jackson has no
@@ -58,6 +60,9 @@ public final class Json {
   private static final ObjectWriter PRETTY = WRITER.withDefaultPrettyPrinter();
   private static final ObjectWriter ASCII = WRITER.with(JsonWriteFeature.ESCAPE_NON_ASCII);
   private static final ObjectWriter PRETTY_ASCII = PRETTY.with(JsonWriteFeature.ESCAPE_NON_ASCII);
+
+  /** The most keys one decoded object may have unless the caller says otherwise. */
+  public static final int DEFAULT_MAX_KEYS = JsonReading.DEFAULT_MAX_KEYS;
 
   /** Jackson's "[Source: ...; line: L, column: C]" inside messages (a start marker's). */
   private static final Pattern SOURCE =
@@ -102,19 +107,20 @@ public final class Json {
   // reading
 
   /**
-   * Reads one JSON value from {@code in}. An empty input is an error.
+   * Reads one JSON value from {@code in}, with at most {@link #DEFAULT_MAX_KEYS} keys per
+   * object. An empty input is an error.
    *
    * @param keywordKeys object keys as keywords (else strings)
    * @param bigDecimals decimals as exact BigDecimal (else Double)
-   * @throws JsonException when the input is not exactly one JSON value
+   * @throws JsonException when the input is not exactly one JSON value, or is over a limit
    */
   public static Object read(InputStream in, boolean keywordKeys, boolean bigDecimals) {
-    return read(null, in, keywordKeys, bigDecimals, false);
+    return read(null, in, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, false);
   }
 
   /** As {@link #read(InputStream, boolean, boolean)}, from a String. */
   public static Object read(String s, boolean keywordKeys, boolean bigDecimals) {
-    return read(s, null, keywordKeys, bigDecimals, false);
+    return read(s, null, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, false);
   }
 
   /**
@@ -122,33 +128,53 @@ public final class Json {
    * whitespace-only input is an absent body and gives null rather than an error.
    */
   public static Object readBody(InputStream in, boolean keywordKeys, boolean bigDecimals) {
-    return read(null, in, keywordKeys, bigDecimals, true);
+    return read(null, in, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, true);
   }
 
   /** As {@link #readBody(InputStream, boolean, boolean)}, from a String. */
   public static Object readBody(String s, boolean keywordKeys, boolean bigDecimals) {
-    return read(s, null, keywordKeys, bigDecimals, true);
+    return read(s, null, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, true);
+  }
+
+  /**
+   * As {@link #readBody(InputStream, boolean, boolean)}, with at most {@code maxKeys} keys
+   * (members, a repeated name counted each time) in any one object; more is a
+   * {@link JsonException} with status 413.
+   *
+   * @param maxKeys at least 1
+   */
+  public static Object readBody(InputStream in, boolean keywordKeys, boolean bigDecimals,
+                                int maxKeys) {
+    return read(null, in, keywordKeys, bigDecimals, maxKeys, true);
+  }
+
+  /** As {@link #readBody(InputStream, boolean, boolean, int)}, from a String. */
+  public static Object readBody(String s, boolean keywordKeys, boolean bigDecimals,
+                                int maxKeys) {
+    return read(s, null, keywordKeys, bigDecimals, maxKeys, true);
   }
 
   private static Object read(String s, InputStream in, boolean keywordKeys, boolean bigDecimals,
-                             boolean emptyIsNull) {
+                             int maxKeys, boolean emptyIsNull) {
+    JsonReading reading = new JsonReading(keywordKeys, bigDecimals, maxKeys);
     JsonParser p = null;
     try {
       p = s != null ? FACTORY.createParser(s) : FACTORY.createParser(in);
       JsonToken t = p.nextToken();
       if (t == null) {
         if (emptyIsNull) return null;
-        throw error("no JSON value in the input", p.currentLocation(), null);
+        throw error("no JSON value in the input", p.currentLocation(), null, 400);
       }
-      Object v = ClojureModule.read(p, t, keywordKeys, bigDecimals);
+      Object v = reading.read(p, t);
       if (p.nextToken() != null) {
-        throw error("unexpected content after the JSON value", p.currentTokenLocation(), null);
+        throw error("unexpected content after the JSON value", p.currentTokenLocation(), null,
+            400);
       }
       return v;
     } catch (JsonProcessingException e) {
       JsonLocation loc = e.getLocation();
       if (loc == null && p != null) loc = p.currentLocation();
-      throw error(clean(e.getOriginalMessage()), loc, e);
+      throw error(clean(e), loc, e, 400);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } finally {
@@ -162,14 +188,16 @@ public final class Json {
     }
   }
 
-  private static JsonException error(String what, JsonLocation loc, Throwable cause) {
+  /** The exception for {@code what} at {@code loc} (may be null). */
+  static JsonException error(String what, JsonLocation loc, Throwable cause, int status) {
     int line = loc == null ? -1 : loc.getLineNr();
     int column = loc == null ? -1 : loc.getColumnNr();
-    return new JsonException(what, line, line > 0 ? column : -1, cause);
+    return new JsonException(what, line, line > 0 ? column : -1, cause, status);
   }
 
   /** Jackson's message, one line, without its source descriptions, at most 200 chars. */
-  private static String clean(String m) {
+  private static String clean(JsonProcessingException e) {
+    String m = e.getOriginalMessage();
     if (m == null || m.isEmpty()) return "malformed JSON";
     m = SOURCE.matcher(m).replaceAll("line $1, column $2");
     m = m.replace('\n', ' ').replace('\r', ' ');
@@ -254,7 +282,7 @@ public final class Json {
   private static IllegalArgumentException unwritable(Object value, JsonProcessingException e) {
     return new IllegalArgumentException("cannot write "
         + (value == null ? "nil" : "a " + value.getClass().getName())
-        + " as JSON: " + clean(e.getOriginalMessage()), e);
+        + " as JSON: " + clean(e), e);
   }
 
   /** An OutputStream that appends to a Vert.x buffer sized by the first write. */
