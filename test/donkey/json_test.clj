@@ -265,9 +265,11 @@
       (is (str/includes? message "Unrecognized token")))
     (let [{:keys [message]} (malformed (str "\"" (apply str (repeat 100000 "y"))))]
       (is (< (count message) 300) message)))
-  (testing "over Jackson's limits"
-    (is (str/includes? (:message (malformed (apply str (repeat 5000 "[")))) "nesting depth"))
-    (is (str/includes? (:message (malformed (apply str (repeat 2000 "9")))) "Number value length")))
+  (testing "over the parser's limits"
+    (is (= "nesting deeper than 1000 levels at line 1, column 1002"
+           (:message (malformed (apply str (repeat 5000 "["))))))
+    (is (= "number longer than 1000 characters at line 1, column 2001"
+           (:message (malformed (apply str (repeat 2000 "9")))))))
   (testing "the stream is not closed by the reader"
     (let [closed (atom false)
           in (proxy [ByteArrayInputStream] [(utf8 "[1]")]
@@ -558,7 +560,35 @@
     (is (thrown? IllegalArgumentException (wrap-json-body identity {:key-fn keyword})))))
 
 ;; ------------------------------------------------------------------------------------------
-;; limits and hash flooding
+;; messages of our own, limits and hash flooding
+
+(def ^:private internals
+  #"`|StreamReadConstraints|JsonReadFeature|com\.fasterxml|(?i)jackson|Feature|java\.|\w+\(\)")
+
+(deftest messages-name-no-parser-internals
+  (doseq [[input expected]
+          [[(apply str (repeat 1001 "[")) "nesting deeper than 1000 levels at line 1, column 1002"]
+           [(str (apply str (repeat 1001 "{\"a\":")) "1") "nesting deeper than 1000 levels at line 1, column 5002"]
+           [(str "1." (apply str (repeat 1001 "5"))) "number longer than 1000 characters at line 1, column 1004"]
+           [(str "{\"" (apply str (repeat 50001 "n")) "\":1}") "name longer than 50000 characters at line 1, column 50005"]
+           [(str "\"" (String. (char-array 20000001 \s)) "\"")
+            "string longer than 20000000 characters at line 1, column 20000004"]
+           ["[NaN]" "Non-standard token 'NaN' at line 1, column 5"]
+           ["-Infinity" "Non-standard token '-Infinity' at line 1, column 10"]
+           ["/* x */ 1" "Unexpected character ('/' (code 47)): maybe a (non-standard) comment? at line 1, column 1"]
+           ["+1" "Unexpected character ('+' (code 43)) in numeric value: JSON spec does not allow numbers to have plus signs at line 1, column 2"]
+           ["-" "Unexpected end-of-input: no digit following sign at line 1, column 2"]
+           ["1e" "Unexpected end-of-input: expected a digit for number exponent at line 1, column 3"]]]
+    (let [{:keys [message]} (malformed input)]
+      (is (= expected message))
+      (is (not (re-find internals (str message))) message)))
+  (testing "a decimal whose exponent BigDecimal cannot hold is a JsonException, not a NumberFormatException"
+    (doseq [s ["1e-2147483648" "1e2147483648" "[0.5e99999999999]"]]
+      (let [r (try (Json/read ^String s false true) (catch Exception e e))]
+        (is (instance? JsonException r) (str s " " r))
+        (is (str/starts-with? (str (ex-message r)) "number out of range at line 1, column "))
+        (is (= 400 (.status ^JsonException r)))))
+    (is (= ##Inf (Json/read "1e2147483648" false false)) "as a double it is infinite, as before")))
 
 (defn- obj
   "A JSON object of `names`, each with the value 1."
@@ -685,6 +715,12 @@
         (is (= 200 (:status (post-json "/" "{\"a\":1,\"b\":2}"))))
         (is (= {:status 413 :body "Payload Too Large: JSON object with more than 2 keys at line 1, column 14"}
                (select-keys (post-json "/" "{\"a\":1,\"b\":2,\"c\":3}") [:status :body])))))
+    (testing "the parser's limits and a decimal out of range: 400s in our words"
+      (with-server (wrap-json-body (fn [req] {:status 200 :body {:got (str (:body req))}}) {:bigdecimals? true}) {}
+        (is (= {:status 400 :body "Bad Request: malformed JSON: nesting deeper than 1000 levels at line 1, column 1002"}
+               (select-keys (post-json "/" (apply str (repeat 1001 "["))) [:status :body])))
+        (is (= {:status 400 :body "Bad Request: malformed JSON: number out of range at line 1, column 2"}
+               (select-keys (post-json "/" "[1e-2147483648]") [:status :body])))))
     (testing ":malformed-response gets the status"
       (with-server (wrap-json-body (const {:status 200})
                                    {:max-keys 1

@@ -76,7 +76,7 @@ final class JsonReading {
    * Reads one value whose first token {@code t} is the parser's current token, leaving the
    * parser on the value's last token.
    *
-   * @throws JsonException for an object over a limit
+   * @throws JsonException for an object over a limit, or a number out of range
    */
   Object read(JsonParser p, JsonToken t) throws IOException {
     switch (t.id()) {
@@ -89,7 +89,7 @@ final class JsonReading {
       case JsonTokenId.ID_NUMBER_INT:
         return readInteger(p);
       case JsonTokenId.ID_NUMBER_FLOAT:
-        return bigDecimals ? p.getDecimalValue() : (Object) p.getDoubleValue();
+        return bigDecimals ? readDecimal(p) : (Object) p.getDoubleValue();
       case JsonTokenId.ID_TRUE:
         return Boolean.TRUE;
       case JsonTokenId.ID_FALSE:
@@ -115,6 +115,15 @@ final class JsonReading {
         return p.getLongValue();
       default:
         return BigInt.fromBigInteger(p.getBigIntegerValue());
+    }
+  }
+
+  private static Object readDecimal(JsonParser p) throws IOException {
+    try {
+      return p.getDecimalValue();
+    } catch (NumberFormatException e) {
+      // an exponent BigDecimal cannot hold ("1e-2147483648"); Jackson's message names classes
+      throw Json.error("number out of range", p.currentTokenLocation(), e, 400);
     }
   }
 

@@ -14,7 +14,9 @@
        :body \"Bad Request: malformed JSON: <what was wrong> at line L, column C\"}
 
   or the `:malformed-response` option: a response map, or a fn of the request and the
-  `donkey.codec.JsonException` returning one.
+  `donkey.codec.JsonException` returning one. The message is the codec's own, never the
+  parser's class or method names: e.g. \"nesting deeper than 1000 levels\", \"number longer
+  than 1000 characters\", \"string longer than 20000000 characters\".
 
   Input that would make decoding slow or a map too large is refused the same way:
   - an object with more than :max-keys members (default 10,000; a repeated name counts each
