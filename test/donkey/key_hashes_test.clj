@@ -30,9 +30,18 @@
   (testing "a repeated key counts once"
     (is (not (shared? (concat (repeat 50 (with-hash 0 7)) (map #(with-hash % 7) (range 1 8))))))
     (is (not (shared? (repeat 100 "same")))))
-  (testing "distinct hashes never add up, whatever their low bits"
+  (testing "distinct hashes never add up, whatever their bits"
     (is (not (shared? (map #(with-hash % (bit-shift-left % 16)) (range 1000)))))
-    (is (not (shared? (map str (range 10000))))))
+    (is (not (shared? (map str (range 10000)))))
+    (let [golden-inverse (loop [x 0x9E3779B9 i 0] ; of the counting pass's multiplier, mod 2^32
+                           (if (= i 5) x (recur (bit-and 0xffffffff (unchecked-multiply x (bit-and 0xffffffff (- 2 (unchecked-multiply 0x9E3779B9 x)))))
+                                                (inc i))))]
+      (is (= 1 (bit-and 0xffffffff (unchecked-multiply golden-inverse 0x9E3779B9))))
+      (is (not (shared? (map #(with-hash % (unchecked-int (unchecked-multiply % golden-inverse))) (range 100))))
+          "100 distinct hashes in the counting pass's one bucket: the exact pass clears them")
+      (is (shared? (concat (map #(with-hash % (unchecked-int (unchecked-multiply % golden-inverse))) (range 100))
+                           (map #(with-hash (+ 1000 %) 0) (range 9))))
+          "and still finds 9 of one hash among them")))
   (testing "the stride and offset select the keys of a key-value array"
     (let [kv (object-array (interleave (map #(with-hash % 7) (range 9)) (range 9)))]
       (is (KeyHashes/tooManyShared kv 0 2 9))

@@ -1,5 +1,7 @@
 package donkey.codec;
 
+import clojure.lang.Keyword;
+import clojure.lang.Murmur3;
 import clojure.lang.Util;
 import java.util.Arrays;
 
@@ -20,8 +22,10 @@ import java.util.Arrays;
  * n = 10,000; and although short strings' hashes are not independent, real key sets show pairs
  * and, rarely, triples that collide, not nine.
  *
- * <p>Threading: stateless, any thread. Cost: one {@code long[n]} and one sort of it, so
- * O(n log n) whatever the keys; nothing for maps of up to {@link #MAX_SHARED} keys.
+ * <p>Threading: stateless, any thread. Cost: a counting pass over the keys' hashes into one
+ * byte per key (at least 64); only when some group of hashes there exceeds the bound, which
+ * real key sets practically never do, an exact pass that sorts a {@code long[n]}: O(n log n)
+ * whatever the keys, nothing for maps of up to {@link #MAX_SHARED} keys.
  */
 public final class KeyHashes {
   /** The most distinct keys of one map that may share a hash. */
@@ -38,10 +42,36 @@ public final class KeyHashes {
    */
   public static boolean tooManyShared(Object[] keys, int from, int stride, int n) {
     if (n <= MAX_SHARED) return false;
+    // Keys of one hash share a bucket, so no bucket over the bound means no hash over it.
+    // Buckets by the hash's top bits after a multiplication: distinct hashes land in one
+    // bucket only by chance (then the exact pass decides), or by design, which costs the
+    // attacker nothing but the exact pass.
+    int bits = Math.max(6, 32 - Integer.numberOfLeadingZeros(n - 1));
+    byte[] counts = new byte[1 << bits];
+    for (int i = 0; i < n; i++) {
+      if (++counts[(hash(keys[from + i * stride]) * 0x9E3779B9) >>> (32 - bits)] > MAX_SHARED) {
+        return exact(keys, from, stride, n);
+      }
+    }
+    return false;
+  }
+
+  /**
+   * {@code Util.hasheq}, with the two key classes the decoders make tested first by exact
+   * class: the general method's interface test fails slowly for a String.
+   */
+  private static int hash(Object k) {
+    Class<?> c = k.getClass();
+    if (c == String.class) return Murmur3.hashInt(k.hashCode());
+    if (c == Keyword.class) return ((Keyword) k).hasheq();
+    return Util.hasheq(k);
+  }
+
+  private static boolean exact(Object[] keys, int from, int stride, int n) {
     // the hash in the high half, the key's position in the low half: sorting groups equal hashes
     long[] h = new long[n];
     for (int i = 0; i < n; i++) {
-      h[i] = ((long) Util.hasheq(keys[from + i * stride]) << 32) | i;
+      h[i] = ((long) hash(keys[from + i * stride]) << 32) | i;
     }
     Arrays.sort(h);
     int start = 0;
