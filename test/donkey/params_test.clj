@@ -460,6 +460,17 @@
                                       {:max-params 2})))
         "the query string and the body are counted separately")))
 
+(deftest keyword-params-of-existing-params-are-checked-too
+  ;; wrap-params with :keywords? turns the string keys of a :params that was already there
+  ;; into keywords: new keys, new hashes, so they are checked as the codec checks its own
+  (let [names (u/keyword-colliding-names 9)
+        existing (zipmap (concat others names) (repeat "v"))]
+    (is (= 19 (count existing)) "as strings they do not collide")
+    (is (= [400 "too many parameter names with colliding hashes in :params" -1]
+           (refusal #(p/params-request {:params existing} {:keywords? true}))))
+    (is (= 18 (count (:params (p/params-request {:params (zipmap (concat others (take 8 names)) (repeat "v"))}
+                                                {:keywords? true})))))))
+
 (defn- post-form [path body]
   (request :post path {:headers {"Content-Type" form-ct} :body body}))
 
