@@ -265,9 +265,11 @@
       (is (str/includes? message "Unrecognized token")))
     (let [{:keys [message]} (malformed (str "\"" (apply str (repeat 100000 "y"))))]
       (is (< (count message) 300) message)))
-  (testing "over Jackson's limits"
-    (is (str/includes? (:message (malformed (apply str (repeat 5000 "[")))) "nesting depth"))
-    (is (str/includes? (:message (malformed (apply str (repeat 2000 "9")))) "Number value length")))
+  (testing "over the parser's limits"
+    (is (= "nesting deeper than 1000 levels at line 1, column 1002"
+           (:message (malformed (apply str (repeat 5000 "["))))))
+    (is (= "number longer than 1000 characters at line 1, column 2001"
+           (:message (malformed (apply str (repeat 2000 "9")))))))
   (testing "the stream is not closed by the reader"
     (let [closed (atom false)
           in (proxy [ByteArrayInputStream] [(utf8 "[1]")]
@@ -556,3 +558,178 @@
            ((wrap-json-response (const {:body {} :headers {"X" "1" "CONTENT-TYPE" "a/b"}})) {}))))
   (testing ":key-fn is refused at wrap time"
     (is (thrown? IllegalArgumentException (wrap-json-body identity {:key-fn keyword})))))
+
+;; ------------------------------------------------------------------------------------------
+;; messages of our own, limits and hash flooding
+
+(def ^:private internals
+  #"`|StreamReadConstraints|JsonReadFeature|com\.fasterxml|(?i)jackson|Feature|java\.|\w+\(\)")
+
+(deftest messages-name-no-parser-internals
+  (doseq [[input expected]
+          [[(apply str (repeat 1001 "[")) "nesting deeper than 1000 levels at line 1, column 1002"]
+           [(str (apply str (repeat 1001 "{\"a\":")) "1") "nesting deeper than 1000 levels at line 1, column 5002"]
+           [(str "1." (apply str (repeat 1001 "5"))) "number longer than 1000 characters at line 1, column 1004"]
+           [(str "{\"" (apply str (repeat 50001 "n")) "\":1}") "name longer than 50000 characters at line 1, column 50005"]
+           [(str "\"" (String. (char-array 20000001 \s)) "\"")
+            "string longer than 20000000 characters at line 1, column 20000004"]
+           ["[NaN]" "Non-standard token 'NaN' at line 1, column 5"]
+           ["-Infinity" "Non-standard token '-Infinity' at line 1, column 10"]
+           ["/* x */ 1" "Unexpected character ('/' (code 47)): maybe a (non-standard) comment? at line 1, column 1"]
+           ["+1" "Unexpected character ('+' (code 43)) in numeric value: JSON spec does not allow numbers to have plus signs at line 1, column 2"]
+           ["-" "Unexpected end-of-input: no digit following sign at line 1, column 2"]
+           ["1e" "Unexpected end-of-input: expected a digit for number exponent at line 1, column 3"]]]
+    (let [{:keys [message]} (malformed input)]
+      (is (= expected message))
+      (is (not (re-find internals (str message))) message)))
+  (testing "a decimal whose exponent BigDecimal cannot hold is a JsonException, not a NumberFormatException"
+    (doseq [s ["1e-2147483648" "1e2147483648" "[0.5e99999999999]"]]
+      (let [r (try (Json/read ^String s false true) (catch Exception e e))]
+        (is (instance? JsonException r) (str s " " r))
+        (is (str/starts-with? (str (ex-message r)) "number out of range at line 1, column "))
+        (is (= 400 (.status ^JsonException r)))))
+    (is (= ##Inf (Json/read "1e2147483648" false false)) "as a double it is infinite, as before")))
+
+(defn- obj
+  "A JSON object of `names`, each with the value 1."
+  ^String [names]
+  (str "{" (str/join "," (map #(str "\"" % "\":1") names)) "}"))
+
+(defn- refusal
+  "[status message] of the JsonException `f` throws, or :no-exception."
+  [f]
+  (try (f) :no-exception (catch JsonException e [(.status e) (.getMessage e)])))
+
+(def ^:private others (mapv #(str "field" %) (range 10)))
+
+(deftest max-keys-default
+  (testing "the default: 10,000 members pass, 10,001 are a 413"
+    (let [names (map #(str "k" %) (range 10001))]
+      (is (= 10000 (count (read-str (obj (butlast names)))))))
+    (let [[status message] (refusal #(read-str (obj (map (fn [i] (str "k" i)) (range 10001)))))]
+      (is (= 413 status))
+      (is (str/starts-with? message "JSON object with more than 10000 keys at line 1, column ")))))
+
+(deftest max-keys
+  (is (= 10000 Json/DEFAULT_MAX_KEYS))
+  (testing "configured, off by one; a repeated name counts each time"
+    (is (= {"a" 1 "b" 2 "c" 3} (Json/readBody "{\"a\":1,\"b\":2,\"c\":3}" false false (int 3))))
+    (is (= [413 "JSON object with more than 3 keys at line 1, column 20"]
+           (refusal #(Json/readBody "{\"a\":1,\"b\":2,\"c\":3,\"d\":4}" false false (int 3)))))
+    (is (= [413 "JSON object with more than 3 keys at line 1, column 20"]
+           (refusal #(Json/readBody "{\"a\":1,\"a\":2,\"a\":3,\"a\":4}" false false (int 3))))))
+  (testing "per object, not per document"
+    (is (= [{"a" 1 "b" 2 "c" 3} {"d" 1 "e" 2 "f" 3}]
+           (Json/readBody "[{\"a\":1,\"b\":2,\"c\":3},{\"d\":1,\"e\":2,\"f\":3}]" false false (int 3))))
+    (is (= 413 (first (refusal #(Json/readBody "{\"x\":{\"a\":1,\"b\":2,\"c\":3,\"d\":4}}" true false (int 3)))))))
+  (testing "a mapper's reader has the default too"
+    (is (= 413 (first (refusal #(.readValue (Json/newMapper) (obj (map (fn [i] (str "k" i)) (range 10001)))
+                                            Object))))))
+  (is (thrown? IllegalArgumentException (Json/readBody "{}" false false (int 0)))))
+
+(deftest colliding-keys
+  (testing "up to 8 keys of one hash decode as usual, in a hash map"
+    (let [names (u/colliding-names 8)
+          expected (zipmap (concat names others) (repeat 1))]
+      (is (= expected (read-str (obj (concat names others)))))
+      (is (instance? PersistentHashMap (read-str (obj (concat names others)))))
+      (is (= (update-keys expected keyword) (read-kw (obj (concat names others)))))))
+  (testing "9 are a 400, in string and keyword keys"
+    (is (= [400 "too many keys with colliding hashes in one JSON object at line 1, column 229"]
+           (refusal #(read-str (obj (concat others (u/colliding-names 9)))))))
+    (let [[status message] (refusal #(read-kw (obj (concat others (u/colliding-names 9 "qzxNotInternedObj")))))]
+      (is (= 400 status))
+      (is (str/starts-with? message "too many keys with colliding hashes in the JSON document")
+          "as keywords, the ninth new name of one hash is refused before it is interned")))
+  (testing "objects of up to 16 keys are array maps, where hashes do not matter"
+    (is (= 9 (count (read-str (obj (u/colliding-names 9)))))))
+  (testing "a repeated key is one key, and the last value wins past the array map's size too"
+    (let [names (u/colliding-names 8)
+          m (read-str (str "{" (str/join "," (map #(str "\"" % "\":1") (concat names others)))
+                           (apply str (repeat 20 (str ",\"" (first names) "\":2"))) "}"))]
+      (is (= 18 (count m)))
+      (is (= 2 (get m (first names))))
+      (is (= 1 (get m (second names)))))
+    (is (= (assoc (zipmap (map #(str "k" %) (range 17)) (range 17)) "k0" "last")
+           (read-str (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range 17))) ",\"k0\":\"last\"}")))))
+  (testing "keys whose keywords share a hash (their Strings do not): refused only as keywords"
+    (let [s (obj (concat others (u/keyword-colliding-names 9)))]
+      (is (= 19 (count (read-str s))))
+      (is (= 400 (first (refusal #(read-kw s)))))
+      (is (= 18 (count (read-kw (obj (concat others (u/keyword-colliding-names 8))))))))))
+
+(deftest keyword-keys-spare-the-global-keyword-table
+  ;; every object within the limit, but 9 new names of one hash in the document: interning them
+  ;; is the quadratic part (Clojure's keyword table keeps them in one searched list)
+  (let [names (u/colliding-names 9 "qzxNotInternedJson")
+        doc (str "[" (str/join "," (map obj (partition-all 3 names))) "]")]
+    (is (= 9 (count (mapcat keys (read-str doc)))) "as strings: fine")
+    (let [[status message] (refusal #(read-kw doc))]
+      (is (= 400 status))
+      (is (str/starts-with? message "too many keys with colliding hashes in the JSON document at line 1, column ")))
+    (is (nil? (clojure.lang.Keyword/find ^String (last names))) "the ninth name was never interned")
+    (is (= 8 (count (mapcat keys (read-kw (str "[" (str/join "," (map obj (partition-all 3 (take 8 names)))) "]"))))))
+    (testing "a name repeated across objects is one name"
+      (is (= 20 (count (read-kw (str "[" (str/join "," (repeat 20 (obj (take 8 names)))) "]"))))))))
+
+;; 16,000 such keys took seconds as strings and tens of seconds as keywords; now refused at once
+(def ^:private flood (obj (u/colliding-names 20000)))
+
+(deftest colliding-keys-stay-linear
+  (doseq [[label f message] [["string keys" #(read-str flood) "JSON object with more than 10000 keys"]
+                             ["keyword keys" #(read-kw flood) "too many keys with colliding hashes"]]]
+    (let [[r ms] (u/millis (f))]
+      (is (instance? JsonException r) (str label ": " (type r)))
+      (is (str/starts-with? (str (ex-message r)) message) label)
+      (is (< ms 2000) (str label ": " ms " ms")))))
+
+(deftest colliding-keys-stay-linear-under-a-raised-limit
+  (doseq [kw? [false true]]
+    (let [[r ms] (u/millis (Json/readBody ^String flood (boolean kw?) false (int 100000)))]
+      (is (instance? JsonException r) (str (type r)))
+      (is (= 400 (when (instance? JsonException r) (.status ^JsonException r))))
+      (is (< ms 2000) (str ms " ms")))))
+
+(deftest limits-on-a-server
+  (let [calls (atom 0)
+        h (fn [req respond _] (swap! calls inc) (respond {:status 200 :body {:n (count (:body req))}}))
+        flood (obj (u/colliding-names 20000))]
+    (testing "a flood of colliding keys is answered at once, by the event loop's handler too"
+      (with-server (wrap-json-body h) {:async? true}
+        (let [[r ms] (u/millis (post-json "/" flood))]
+          (is (= 413 (:status r)) (str r))
+          (is (str/starts-with? (str (:body r)) "Payload Too Large: JSON object with more than 10000 keys at line 1, column "))
+          (is (< ms 2000) (str ms " ms"))))
+      (with-server (wrap-json-body h {:max-keys 100000}) {:async? true}
+        (let [[r ms] (u/millis (post-json "/" flood))]
+          (is (= 400 (:status r)) (str r))
+          (is (str/starts-with? (str (:body r)) "Bad Request: malformed JSON: too many keys with colliding hashes in one JSON object at line 1, column "))
+          (is (< ms 2000) (str ms " ms"))))
+      (with-server (wrap-json-body h {:keywords? true}) {:async? true}
+        (let [[r ms] (u/millis (post-json "/" flood))]
+          (is (= 400 (:status r)) (str r))
+          (is (< ms 2000) (str ms " ms"))))
+      (is (zero? @calls)))
+    (testing ":max-keys, off by one, on wrap-json-params"
+      (with-server (wrap-json-params (fn [req] {:status 200 :body {:p (:json-params req)}}) {:max-keys 2}) {}
+        (is (= 200 (:status (post-json "/" "{\"a\":1,\"b\":2}"))))
+        (is (= {:status 413 :body "Payload Too Large: JSON object with more than 2 keys at line 1, column 14"}
+               (select-keys (post-json "/" "{\"a\":1,\"b\":2,\"c\":3}") [:status :body])))))
+    (testing "the parser's limits and a decimal out of range: 400s in our words"
+      (with-server (wrap-json-body (fn [req] {:status 200 :body {:got (str (:body req))}}) {:bigdecimals? true}) {}
+        (is (= {:status 400 :body "Bad Request: malformed JSON: nesting deeper than 1000 levels at line 1, column 1002"}
+               (select-keys (post-json "/" (apply str (repeat 1001 "["))) [:status :body])))
+        (is (= {:status 400 :body "Bad Request: malformed JSON: number out of range at line 1, column 2"}
+               (select-keys (post-json "/" "[1e-2147483648]") [:status :body])))))
+    (testing ":malformed-response gets the status"
+      (with-server (wrap-json-body (const {:status 200})
+                                   {:max-keys 1
+                                    :malformed-response (fn [_ ^JsonException e] {:status 422 :body (str (.status e))})}) {}
+        (is (= "413" (:body (post-json "/" "{\"a\":1,\"b\":2}"))))
+        (is (= "400" (:body (post-json "/" "{\"a\":")))))))
+  (testing ":max-keys is validated when the middleware is built"
+    (doseq [bad [0 -3 "5" 2.5 (inc Integer/MAX_VALUE)]]
+      (is (thrown-with-msg? IllegalArgumentException #":max-keys must be a positive integer"
+                            (wrap-json-body identity {:max-keys bad}))
+          (pr-str bad)))
+    (is (fn? (wrap-json-params identity {:max-keys 1})))))

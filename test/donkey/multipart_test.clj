@@ -627,3 +627,50 @@
           (is (eventually #(seq (files-in dir))) "the upload was parsed"))
         (Thread/sleep 1000)
         (is (eventually #(empty? (files-in dir))) (str "left behind: " (files-in dir)))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; hash flooding
+
+(def ^:private others (mapv #(str "field" %) (range 10)))
+
+(defn- fields-body ^bytes [names] (body (map (fn [n] {:name n :content "v"}) names)))
+
+(deftest colliding-part-names
+  (testing "up to 8 names of one hash parse as usual, files included"
+    (let [names (u/colliding-names 8)
+          r (parse-bytes (body (concat (map (fn [n] {:name n :content "v"}) (concat names others))
+                                       [{:name (first names) :filename "f.txt" :content "F"}])))
+          p (.params r)]
+      (is (= 18 (count p)))
+      (is (= "v" (get p (second names))))
+      (is (= ["v" "f.txt"] (update (get p (first names)) 1 :filename)))
+      (.deleteTempFiles r)))
+  (testing "9 are a 400 naming no input, and temp files already written are deleted"
+    (let [dir (temp-dir)]
+      (is (= [400 "too many part names with colliding hashes"]
+             (refused (body (concat [{:name "up" :filename "a.txt" :content "A"}]
+                                    (map (fn [n] {:name n :content "v"}) (concat others (u/colliding-names 9)))))
+                      {:dir dir})))
+      (is (empty? (files-in dir)))))
+  (testing "with :keywords? true: refused before any name is interned"
+    (let [names (u/colliding-names 9 "qzxNotInternedPart")]
+      (is (= [400 "too many part names with colliding hashes"]
+             (refused (fields-body (concat others names)) {:keywords? true})))
+      (is (every? #(nil? (clojure.lang.Keyword/find ^String %)) names))))
+  (testing "names whose keywords share a hash (their Strings do not): refused only as keywords"
+    (let [names (u/keyword-colliding-names 9)
+          r (parse-bytes (fields-body (concat others names)))]
+      (is (= 19 (count (.params r))))
+      (is (= [400 "too many part names with colliding hashes"]
+             (refused (fields-body (concat others names)) {:keywords? true}))))))
+
+(deftest colliding-part-names-on-a-server
+  (let [calls (atom 0)
+        h (mp/wrap-multipart-params (fn [req] (swap! calls inc) {:status 200 :body (str (count (:multipart-params req)))}))
+        flood (fields-body (u/colliding-names 1000))]
+    (with-server h {}
+      (let [[r ms] (u/millis (post "/" flood))]
+        (is (= {:status 400 :body "too many part names with colliding hashes"} (select-keys r [:status :body])))
+        (is (< ms 2000) (str ms " ms")))
+      (is (= "1000" (:body (post "/" (fields-body (map #(str "k" %) (range 1000)))))))
+      (is (= 1 @calls)))))

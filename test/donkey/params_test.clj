@@ -355,3 +355,177 @@
               (is (= [415 "Unsupported Media Type: unknown charset in Content-Type"] [(:status r) (:body r)]))))
           (is (= 1 (.get calls)) "the handler ran only for the good request")
           (is (= 200 (:status (request :get "/p?still=ok")))))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; limits and hash flooding
+
+(defn- pairs-of [names] (str/join "&" (map #(str % "=1") names)))
+
+(defn- refusal
+  "[status message index] of the MalformedInputException `f` throws, or :no-exception."
+  [f]
+  (try (f) :no-exception
+       (catch MalformedInputException e [(.status e) (.getMessage e) (.index e)])))
+
+(def ^:private others (mapv #(str "field" %) (range 10)))
+
+(deftest codec-max-params-default
+  (testing "the default is 1000 parameters: 1000 pass, 1001 are a 400 naming the input"
+    (let [q (pairs-of (map #(str "k" %) (range 1000)))]
+      (is (= 1000 (count (decode q utf-8 false))))
+      (is (= [400 "more than 1000 parameters in query string" (inc (count q))]
+             (refusal #(decode (str q "&x=1") utf-8 false)))
+          "the index is where the first pair over the limit starts"))))
+
+(deftest codec-max-params
+  (is (= 1000 FormCodec/DEFAULT_MAX_PARAMS))
+  (testing "a configured limit, off by one"
+    (is (= {"a" "1" "b" "2" "c" "3"} (FormCodec/decode "a=1&b=2&c=3" utf-8 false "query string" 3)))
+    (is (= [400 "more than 3 parameters in query string" 12]
+           (refusal #(FormCodec/decode "a=1&b=2&c=3&d=4" utf-8 false "query string" 3)))))
+  (testing "a repeated name counts each time; empty pairs do not count"
+    (is (= [400 "more than 2 parameters in query string" 8]
+           (refusal #(FormCodec/decode "a=1&a=2&a=3" utf-8 false "query string" 2))))
+    (is (= {"a" "1" "b" "2"} (FormCodec/decode "&a=1&&&b=2&" utf-8 false "query string" 2))))
+  (testing "a form body over the limit is a 413"
+    (is (= [413 "more than 2 parameters in form body" 8]
+           (refusal #(FormCodec/decodeBody (ByteArrayInputStream. (.getBytes "a=1&b=2&c=3" utf-8))
+                                           utf-8 false (int 2)))))
+    (is (= [413 "more than 2 parameters in form body" 8]
+           (refusal #(FormCodec/decodeBody "a=1&b=2&c=3" utf-8 false (int 2)))))
+    (is (= 1000 (count (FormCodec/decodeBody (ByteArrayInputStream. (.getBytes ^String (pairs-of (range 1000)) utf-8))
+                                             utf-8 false)))))
+  (is (thrown? IllegalArgumentException (FormCodec/decode "a=1" utf-8 false "query string" 0))))
+
+(deftest codec-colliding-names
+  (testing "up to 8 names of one hash decode as usual"
+    (let [names (u/colliding-names 8)
+          m (decode (pairs-of (concat names others)) utf-8 false)]
+      (is (= (set (concat names others)) (set (keys m))))
+      (is (= #{"1"} (set (vals m))))))
+  (testing "9 are refused (400), without echoing them"
+    (is (= [400 "too many parameter names with colliding hashes in query string" -1]
+           (refusal #(decode (pairs-of (concat others (u/colliding-names 9))) utf-8 false)))))
+  (testing "a name repeated is one name"
+    (let [names (u/colliding-names 8)
+          m (decode (pairs-of (concat (repeat 20 (first names)) names others)) utf-8 false)]
+      (is (= 18 (count m)))
+      (is (= (vec (repeat 21 "1")) (get m (first names))))))
+  (testing "with keywords: refused before any name is interned"
+    (let [names (u/colliding-names 9 "qzxNotInternedForm")]
+      (is (= 400 (first (refusal #(decode (pairs-of (concat others names)) utf-8 true)))))
+      (is (every? #(nil? (clojure.lang.Keyword/find ^String %)) names)
+          "the global keyword table did not get them")))
+  (testing "names whose keywords share a hash (their Strings do not): refused only as keywords"
+    (let [names (u/keyword-colliding-names 9)
+          q (pairs-of (concat others names))]
+      (is (= 19 (count (decode q utf-8 false))))
+      (is (= [400 "too many parameter names with colliding hashes in query string" -1]
+             (refusal #(decode q utf-8 true))))
+      (is (= 18 (count (decode (pairs-of (concat others (take 8 names))) utf-8 true)))))))
+
+;; 20,000 names of one hash took seconds (a quadratic hash-map build); now the limit or the
+;; collision check refuses them at once. Generous bounds: this machine is shared.
+(def ^:private flood (pairs-of (u/colliding-names 20000)))
+
+(deftest codec-colliding-names-stay-linear
+  (let [[r ms] (u/millis (decode flood utf-8 false))]
+    (is (instance? MalformedInputException r) (str (type r)))
+    (is (str/includes? (str (ex-message r)) "more than 1000 parameters"))
+    (is (< ms 2000) (str ms " ms"))))
+
+(deftest codec-colliding-names-stay-linear-under-a-raised-limit
+  (doseq [kw? [false true]]
+    (let [[r ms] (u/millis (FormCodec/decode ^String flood utf-8 (boolean kw?) "form body" (int 100000)))]
+      (is (instance? MalformedInputException r) (str (type r)))
+      (is (= "too many parameter names with colliding hashes in form body" (ex-message r)))
+      (is (< ms 2000) (str ms " ms")))))
+
+(deftest max-params-option
+  (testing "validated when the middleware is built"
+    (doseq [bad [0 -1 "10" 1.5 (inc Integer/MAX_VALUE)]]
+      (is (thrown-with-msg? IllegalArgumentException #":max-params must be a positive integer"
+                            (p/wrap-params identity {:max-params bad}))
+          (pr-str bad)))
+    (is (fn? (p/wrap-form-params identity {:max-params 1}))))
+  (testing "the request functions take it too"
+    (is (= [400 "more than 1 parameters in query string" 4]
+           (refusal #(p/query-params-request {:query-string "a=1&b=2"} {:max-params 1}))))
+    (is (= [413 "more than 1 parameters in form body" 4]
+           (refusal #(p/form-params-request {:headers {"content-type" form-ct} :body "a=1&b=2"}
+                                            {:max-params 1}))))
+    (is (= {"a" "1" "b" "2" "c" "3" "d" "4"}
+           (:params (p/params-request {:headers {"content-type" form-ct} :body "a=1&b=2"
+                                       :query-string "c=3&d=4"}
+                                      {:max-params 2})))
+        "the query string and the body are counted separately")))
+
+(deftest keyword-params-of-existing-params-are-checked-too
+  ;; wrap-params with :keywords? turns the string keys of a :params that was already there
+  ;; into keywords: new keys, new hashes, so they are checked as the codec checks its own
+  (let [names (u/keyword-colliding-names 9)
+        existing (zipmap (concat others names) (repeat "v"))]
+    (is (= 19 (count existing)) "as strings they do not collide")
+    (is (= [400 "too many parameter names with colliding hashes in :params" -1]
+           (refusal #(p/params-request {:params existing} {:keywords? true}))))
+    (is (= 18 (count (:params (p/params-request {:params (zipmap (concat others (take 8 names)) (repeat "v"))}
+                                                {:keywords? true})))))))
+
+(defn- post-form [path body]
+  (request :post path {:headers {"Content-Type" form-ct} :body body}))
+
+(deftest too-many-params-on-a-server
+  (let [calls (AtomicInteger.)
+        h (fn [req] (.incrementAndGet calls) (capture-handler req))]
+    (testing "default: 1000 in the query string pass, 1001 are a 400"
+      (with-server (p/wrap-params h) {}
+        (let [names (map #(str "k" %) (range 1000))
+              r (request :get (str "/p?" (pairs-of names)))]
+          (is (= 200 (:status r)))
+          (is (= 1000 (count (:query-params (read-string (:body r)))))))
+        (let [r (request :get (str "/p?" (pairs-of (map #(str "k" %) (range 1001)))))]
+          (is (= 400 (:status r)))
+          (is (= "text/plain; charset=utf-8" (u/header r "content-type")))
+          (is (= "Bad Request: more than 1000 parameters in query string" (:body r))))))
+    (testing "configured, off by one: a form body over it is a 413"
+      (.set calls 0)
+      (with-server (p/wrap-form-params h {:max-params 3}) {}
+        (is (= 200 (:status (post-form "/p" "a=1&b=2&c=3"))))
+        (let [r (post-form "/p" "a=1&b=2&c=3&d=4")]
+          (is (= 413 (:status r)))
+          (is (= "Payload Too Large: more than 3 parameters in form body" (:body r))))
+        (is (= 1 (.get calls)) "the handler was not called for the refused one")))))
+
+(deftest colliding-names-on-a-server
+  (let [calls (AtomicInteger.)
+        h (fn [req] (.incrementAndGet calls) (capture-handler req))]
+    (with-server (p/wrap-params h {:keywords? true}) {}
+      (testing "8 names of one hash pass, 9 are a 400 that does not echo them"
+        (let [r (request :get (str "/p?" (pairs-of (concat others (u/colliding-names 8)))))]
+          (is (= 200 (:status r)))
+          (is (= 18 (count (:query-params (read-string (:body r)))))))
+        (let [r (request :get (str "/p?" (pairs-of (concat others (u/colliding-names 9)))))]
+          (is (= 400 (:status r)))
+          (is (= "Bad Request: too many parameter names with colliding hashes in query string"
+                 (:body r))))
+        (let [r (post-form "/p" (pairs-of (u/colliding-names 9)))]
+          (is (= 400 (:status r)))
+          (is (= "Bad Request: too many parameter names with colliding hashes in form body"
+                 (:body r))))
+        (is (= 1 (.get calls)))))))
+
+(deftest a-flood-of-colliding-names-is-answered-at-once
+  ;; 20,000 names of one hash (0.6 MB): 11 s of a quadratic build before, for everyone on the
+  ;; event loop with an async handler. Now refused at once. Generous bounds: shared machine.
+  (let [body (pairs-of (u/colliding-names 20000))
+        h (fn [req respond _] (respond (capture-handler req)))]
+    (with-server (p/wrap-params h) {:async? true}
+      (let [[r ms] (u/millis (post-form "/p" body))]
+        (is (= 413 (:status r)) (str r))
+        (is (= "Payload Too Large: more than 1000 parameters in form body" (:body r)))
+        (is (< ms 2000) (str ms " ms"))))
+    (with-server (p/wrap-params h {:max-params 100000}) {:async? true}
+      (let [[r ms] (u/millis (post-form "/p" body))]
+        (is (= 400 (:status r)) (str r))
+        (is (= "Bad Request: too many parameter names with colliding hashes in form body" (:body r)))
+        (is (< ms 2000) (str ms " ms"))))))

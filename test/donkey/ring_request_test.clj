@@ -290,3 +290,56 @@
     (is (= (hash plain) (hash req)))
     (is (= (find plain :content-length) (find req :content-length)) "entryAt")
     (is (re-find #":content-length 3" (pr-str (dissoc req :body))) "printed")))
+
+;; ---------------------------------------------------------------------------------------------
+;; header names of colliding hashes
+
+(deftest header-scan-stays-linear-with-colliding-names
+  ;; lower-case names of one String.hashCode (blocks "a~" and "b_"): more than the default
+  ;; 16 KiB head holds, as a server with a raised :max-header-size could get. They took
+  ;; seconds to put in a hash map; now the map is a sorted one. Generous bound: shared machine.
+  (let [names (u/colliding-names 20000 "x-" "a~" "b_")
+        lines (io.vertx.core.http.HttpHeaders/headers)]
+    (doseq [^String n names] (.add lines n "v"))
+    (.add lines "x-AaBB" "1")
+    (.add lines ^String (first names) "again")
+    (let [[head ms] (u/millis (donkey.ring.RequestMap/scan lines))
+          hs (.headers ^donkey.ring.RequestMap$Head head)]
+      (is (< ms 2000) (str ms " ms"))
+      (is (= 20001 (count hs)))
+      (is (= "v,again" (get hs (first names))) "a repeated name is joined")
+      (is (every? #(= "v" (get hs %)) (rest names)))
+      (is (= "1" (get hs "x-aabb")) "names are lower-cased"))))
+
+(deftest colliding-header-names-on-a-server
+  ;; 600 such names fit in the default 16 KiB head: the request is served, and :headers is a
+  ;; map that behaves as any other, whether the kernel scanned the head (a body) or the
+  ;; handler's first read did
+  (let [names (u/colliding-names 600 "" "a~" "b_")
+        head (apply str (map #(str % ":v\r\n") names))]
+    (doseq [[label opts target] [["lazy, sync" {} "GET /h HTTP/1.1\r\n"]
+                                 ["scanned by the kernel, async" {:async? true}
+                                  "POST /h HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n"]]]
+      (testing label
+        (let [p (promise)
+              h (if (:async? opts)
+                  (fn [req respond _] (deliver p req) (respond {:status 200 :body "ok"}))
+                  (fn [req] (deliver p req) {:status 200 :body "ok"}))]
+          (with-server h opts
+            (let [resp (raw (str target "Host: x\r\n" head "Connection: close\r\n\r\n"
+                                 (when (:async? opts) "hi")))
+                  req (deref p 5000 nil)
+                  hs (:headers req)]
+              (is (= "HTTP/1.1 200 OK" (u/status-line resp)))
+              (is (= (+ 600 (if (:async? opts) 4 2)) (count hs)))
+              (is (every? #(= "v" (get hs %)) names))
+              (is (= "x" (get hs "host")))
+              (is (nil? (get hs :host)) "a keyword lookup is a miss, not an exception")
+              (is (nil? (get hs "x-absent")))
+              (is (= (inc (count hs)) (count (assoc hs "x-new" "1"))))
+              (is (= (assoc (into {} hs) "x-new" "1") (assoc hs "x-new" "1")))
+              (is (= (dec (count hs)) (count (dissoc hs (first names)))))
+              (is (= hs (into {} hs)) "equal to a hash map of the same entries")
+              (is (= (hash hs) (hash (into {} hs))))
+              (when (:async? opts)
+                (is (= "text/plain" (get hs "content-type")))))))))))

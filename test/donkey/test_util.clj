@@ -135,3 +135,65 @@
   "The status codes of every response in a raw byte stream, in order."
   [resp]
   (mapv #(Long/parseLong (second %)) (re-seq #"HTTP/1\.[01] (\d{3}) " (str resp))))
+
+;; keys of colliding hashes, for the hash-flooding tests
+
+(defn colliding-names
+  "`n` distinct strings with one String.hashCode: `prefix` then k two-char blocks, each `a` or
+  `b` (two blocks of equal hash: \"Aa\" and \"BB\" by default; \"a~\" and \"b_\" are
+  lower-case and valid in header names). Equal lengths and equal hashes, so any prefix keeps
+  them colliding."
+  ([n] (colliding-names n ""))
+  ([n prefix] (colliding-names n prefix "Aa" "BB"))
+  ([n prefix a b]
+   (let [k (max 1 (long (Math/ceil (/ (Math/log (max 2 n)) (Math/log 2)))))]
+     (mapv (fn [i] (apply str prefix (for [j (range k)] (if (bit-test i j) b a)))) (range n)))))
+
+(defn- rotl32 ^long [^long x ^long r]
+  (bit-and 0xffffffff (bit-or (bit-shift-left x r) (unsigned-bit-shift-right (bit-and x 0xffffffff) (- 32 r)))))
+
+(defn- rotr32 ^long [^long x ^long r] (rotl32 x (- 32 r)))
+
+(defn- mul32 ^long [^long a ^long b] (bit-and 0xffffffff (unchecked-multiply a b)))
+
+(defn- inverse32
+  "The inverse of the odd `a` modulo 2^32 (Newton's iteration)."
+  ^long [^long a]
+  (loop [x a i 0]
+    (if (= i 5) x (recur (mul32 x (bit-and 0xffffffff (- 2 (mul32 a x)))) (inc i)))))
+
+(def ^:private c1 0xcc9e2d51)
+(def ^:private c2 0x1b873593)
+
+(defn- mix-k1 ^long [^long k] (mul32 (rotl32 (mul32 k c1) 15) c2))
+(defn- unmix-k1 ^long [^long m] (mul32 (rotr32 (mul32 m (inverse32 c2)) 15) (inverse32 c1)))
+(defn- mix-h1 ^long [^long h ^long k] (bit-and 0xffffffff (+ (* 5 (rotl32 (bit-xor h k) 13)) 0xe6546b64)))
+
+(defn keyword-colliding-names
+  "`n` distinct four-letter names (valid keyword and header-free names: letters only) whose
+  keywords share one hash, while their String.hashCodes differ. A keyword's hash is murmur3
+  of its name's chars, two chars a block: for any first block, the second block that brings
+  murmur3's state to a chosen value is computed by inverting the block mixing, and kept when
+  both of its chars are letters."
+  [n]
+  (let [target 0x5bd1e995
+        names (for [a (range (int \a) (inc (int \z)))
+                    b (range (int \a) (inc (int \z)))
+                    :let [h1 (mix-h1 0 (mix-k1 (bit-or a (bit-shift-left b 16))))
+                          k2 (unmix-k1 (bit-xor h1 target))
+                          c (bit-and k2 0xffff)
+                          d (unsigned-bit-shift-right k2 16)]
+                    :when (and (Character/isLetter (char c)) (Character/isLetter (char d)))]
+                (str (char a) (char b) (char c) (char d)))
+        out (vec (take n names))]
+    (assert (= n (count out)))
+    (assert (apply = (map #(clojure.lang.Murmur3/hashUnencodedChars ^String %) out)))
+    (assert (= n (count (set (map #(.hashCode ^String %) out)))))
+    out))
+
+(defmacro millis
+  "Evaluates `body`; returns [its value (or the Throwable it threw) and the milliseconds taken]."
+  [& body]
+  `(let [t# (System/nanoTime)
+         v# (try (do ~@body) (catch Throwable e# e#))]
+     [v# (/ (- (System/nanoTime) t#) 1e6)]))

@@ -7,9 +7,7 @@ import clojure.lang.IPersistentCollection;
 import clojure.lang.IPersistentMap;
 import clojure.lang.IPersistentVector;
 import clojure.lang.ISeq;
-import clojure.lang.ITransientMap;
 import clojure.lang.Keyword;
-import clojure.lang.LazilyPersistentVector;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
 import clojure.lang.PersistentVector;
@@ -50,7 +48,6 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.TemporalAccessor;
 import java.time.temporal.TemporalAmount;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.UUID;
 
@@ -79,6 +76,9 @@ import java.util.UUID;
  * the attribute {@link #KEYWORD_KEYS} = {@code Boolean.TRUE}:
  * <pre>{@code mapper.readerFor(Object.class).withAttribute(ClojureModule.KEYWORD_KEYS, true)}</pre>
  *
+ * <p>Reading has {@link JsonReading}'s limits, with its default of 10,000 keys per object: over
+ * it, or with too many keys of one hash, the deserializer throws {@link JsonException}.
+ *
  * <p>Threading: stateless; one instance may be registered with any number of mappers.
  * {@link Json} uses the same code directly, without the databind layer, on its hot paths.
  */
@@ -88,14 +88,6 @@ public final class ClojureModule extends Module {
 
   private static final Version VERSION =
       new Version(0, 1, 0, "SNAPSHOT", "org.clojars.donkey", "donkey");
-
-  /**
-   * Decoded objects of up to 16 keys (this many keys and values together) become array maps,
-   * as {@code array-map} makes them: cheaper to build than a hash map, and a lookup is a linear
-   * scan of interned keys. (Clojure's own {@code assoc} turns a map into a hash map past 8
-   * keys; assoc on a bigger array map does the same, so nothing downstream changes.)
-   */
-  private static final int ARRAY_MAP_SLOTS = 32;
 
   static final ValueSerializer SERIALIZER = new ValueSerializer();
   static final KeySerializer KEY_SERIALIZER = new KeySerializer();
@@ -351,107 +343,6 @@ public final class ClojureModule extends Module {
   // ---------------------------------------------------------------------------------------
   // reading
 
-  /** Keyword keys of decoded objects: {@code Keyword.intern(name)}, cached. */
-  private static final KeywordCache KEYS = new KeywordCache(Keyword::intern);
-
-  /**
-   * Reads one value whose first token {@code t} is the parser's current token, leaving the
-   * parser on the value's last token.
-   */
-  static Object read(JsonParser p, JsonToken t, boolean keywordKeys, boolean bigDecimals)
-      throws IOException {
-    switch (t.id()) {
-      case JsonTokenId.ID_START_OBJECT:
-        return readObject(p, p.nextFieldName(), keywordKeys, bigDecimals);
-      case JsonTokenId.ID_START_ARRAY:
-        return readArray(p, keywordKeys, bigDecimals);
-      case JsonTokenId.ID_STRING:
-        return p.getText();
-      case JsonTokenId.ID_NUMBER_INT:
-        return readInteger(p);
-      case JsonTokenId.ID_NUMBER_FLOAT:
-        return bigDecimals ? p.getDecimalValue() : (Object) p.getDoubleValue();
-      case JsonTokenId.ID_TRUE:
-        return Boolean.TRUE;
-      case JsonTokenId.ID_FALSE:
-        return Boolean.FALSE;
-      case JsonTokenId.ID_NULL:
-        return null;
-      case JsonTokenId.ID_FIELD_NAME:
-        // databind may hand over an object whose START_OBJECT it has consumed
-        return readObject(p, p.currentName(), keywordKeys, bigDecimals);
-      case JsonTokenId.ID_END_OBJECT:
-        return PersistentArrayMap.EMPTY;
-      case JsonTokenId.ID_EMBEDDED_OBJECT:
-        return p.getEmbeddedObject();
-      default:
-        throw new IllegalStateException("unexpected JSON token " + t);
-    }
-  }
-
-  private static Object readInteger(JsonParser p) throws IOException {
-    switch (p.getNumberType()) {
-      case INT:
-      case LONG:
-        return p.getLongValue();
-      default:
-        return BigInt.fromBigInteger(p.getBigIntegerValue());
-    }
-  }
-
-  /** Reads an object's fields from the one named {@code name} (null: none) to its end. */
-  private static Object readObject(JsonParser p, String name, boolean keywordKeys,
-                                   boolean bigDecimals) throws IOException {
-    if (name == null) return PersistentArrayMap.EMPTY;
-    Object[] kvs = new Object[8];
-    int n = 0;
-    ITransientMap big = null;
-    for (; name != null; name = p.nextFieldName()) {
-      Object k = keywordKeys ? KEYS.get(name) : name;
-      Object v = read(p, p.nextToken(), keywordKeys, bigDecimals);
-      if (big != null) {
-        big = big.assoc(k, v);
-        continue;
-      }
-      int i = indexOfKey(kvs, n, k);
-      if (i >= 0) {
-        kvs[i + 1] = v; // a repeated key: the last value wins
-      } else if (n < ARRAY_MAP_SLOTS) {
-        if (n == kvs.length) kvs = Arrays.copyOf(kvs, Math.min(2 * n, ARRAY_MAP_SLOTS));
-        kvs[n++] = k;
-        kvs[n++] = v;
-      } else {
-        big = PersistentHashMap.EMPTY.asTransient();
-        for (int j = 0; j < n; j += 2) big = big.assoc(kvs[j], kvs[j + 1]);
-        big = big.assoc(k, v);
-      }
-    }
-    if (big != null) return big.persistent();
-    return new PersistentArrayMap(n == kvs.length ? kvs : Arrays.copyOf(kvs, n));
-  }
-
-  private static int indexOfKey(Object[] kvs, int n, Object k) {
-    // keywords are interned (equals is identity); parsed names are mostly canonical Strings
-    for (int i = 0; i < n; i += 2) {
-      if (k.equals(kvs[i])) return i;
-    }
-    return -1;
-  }
-
-  private static Object readArray(JsonParser p, boolean keywordKeys, boolean bigDecimals)
-      throws IOException {
-    JsonToken t = p.nextToken();
-    if (t == JsonToken.END_ARRAY) return PersistentVector.EMPTY;
-    Object[] items = new Object[8];
-    int n = 0;
-    do {
-      if (n == items.length) items = Arrays.copyOf(items, n * 2);
-      items[n++] = read(p, t, keywordKeys, bigDecimals);
-    } while ((t = p.nextToken()) != JsonToken.END_ARRAY);
-    // owning: up to 32 items the array becomes the vector's tail as it is
-    return LazilyPersistentVector.createOwning(n == items.length ? items : Arrays.copyOf(items, n));
-  }
-
   /** The databind deserializer, for {@code Object}, {@link IPersistentMap} and vectors. */
   static final class ValueDeserializer extends StdDeserializer<Object> {
     private final int expected; // a JsonTokenId START_ token, or -1 for any value
@@ -471,8 +362,9 @@ public final class ClojureModule extends Module {
       if (expected == JsonTokenId.ID_START_ARRAY && t != JsonToken.START_ARRAY) {
         return ctxt.handleUnexpectedToken(handledType(), p);
       }
-      return read(p, t, Boolean.TRUE.equals(ctxt.getAttribute(KEYWORD_KEYS)),
-          ctxt.isEnabled(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS));
+      return new JsonReading(Boolean.TRUE.equals(ctxt.getAttribute(KEYWORD_KEYS)),
+          ctxt.isEnabled(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS),
+          JsonReading.DEFAULT_MAX_KEYS).read(p, t);
     }
 
     @Override

@@ -50,13 +50,21 @@ import java.util.HashMap;
  * the pair silently (bad hex) or put U+FFFD in the value (bad bytes). The message never quotes
  * the input, so it is safe to send to a client.
  *
+ * <p>Limits: at most {@code maxParams} parameters (pairs, a repeated name counted each time;
+ * {@link #DEFAULT_MAX_PARAMS} unless the caller says otherwise), else a
+ * {@link MalformedInputException} with status 400 ({@code "more than 1000 parameters in query
+ * string"}), or 413 from the {@code decodeBody} methods; and at most {@link KeyHashes#MAX_SHARED}
+ * distinct names of one hash, else a 400 ({@code "too many parameter names with colliding
+ * hashes in form body"}), checked before any name becomes a keyword.
+ *
  * <p>Threading: stateless; every method may be called from any thread, including an event loop
  * (none blocks, except {@link #readBody} on a stream that blocks). The returned maps are
  * immutable.
  *
  * <p>Cost: one pass over the chars; keys and values without {@code %} or {@code +} are plain
  * substrings; the result map is built once, at the end, as a {@link PersistentArrayMap} (up to
- * eight keys) or a {@link PersistentHashMap}.
+ * eight keys) or a {@link PersistentHashMap}. Linear in the worst case too: colliding names are
+ * refused before the hash map is built, so it never holds more than a few keys of one hash.
  */
 public final class FormCodec {
   /** The media type whose body {@link #decode} understands. */
@@ -65,6 +73,12 @@ public final class FormCodec {
   private static final Charset UTF_8 = StandardCharsets.UTF_8;
   private static final Charset ISO_8859_1 = StandardCharsets.ISO_8859_1;
   private static final Charset US_ASCII = StandardCharsets.US_ASCII;
+
+  /**
+   * The most parameters a query string or form body may have unless the caller says otherwise:
+   * Jetty's default for form keys, and far more than an HTML form or a URL carries.
+   */
+  public static final int DEFAULT_MAX_PARAMS = 1000;
 
   /** Result maps with more keys than this are hash maps (Clojure's own threshold). */
   private static final int ARRAY_MAP_MAX = 8;
@@ -81,6 +95,12 @@ public final class FormCodec {
     return decode(encoded, charset, keywords, "form data");
   }
 
+  /** {@link #decode(String, Charset, boolean, String, int)} with {@link #DEFAULT_MAX_PARAMS}. */
+  public static IPersistentMap decode(String encoded, Charset charset, boolean keywords,
+                                      String source) {
+    return decode(encoded, charset, keywords, source, DEFAULT_MAX_PARAMS, 400);
+  }
+
   /**
    * Decodes {@code encoded} (null is the empty map) into a persistent map of String or Keyword
    * keys to String values, or vectors of them for repeated keys.
@@ -88,10 +108,29 @@ public final class FormCodec {
    * @param charset the charset of the percent-encoded bytes; null means UTF-8
    * @param keywords keywordize keys that have Ring's keyword syntax
    * @param source what the input is, for error messages ("query string", "form body")
-   * @throws MalformedInputException on bad percent-encoding or bytes invalid in the charset
+   * @param maxParams the most parameters (pairs) accepted, at least 1
+   * @throws MalformedInputException (status 400) on bad percent-encoding, bytes invalid in the
+   *     charset, more than {@code maxParams} parameters, or more than
+   *     {@link KeyHashes#MAX_SHARED} names of one hash
    */
   public static IPersistentMap decode(String encoded, Charset charset, boolean keywords,
-                                      String source) {
+                                      String source, int maxParams) {
+    return decode(encoded, charset, keywords, source, maxParams, 400);
+  }
+
+  /**
+   * {@link #decode(String, Charset, boolean, String, int)} of a form body already read into a
+   * String, naming it "form body"; more than {@code maxParams} parameters are a 413.
+   */
+  public static IPersistentMap decodeBody(String body, Charset charset, boolean keywords,
+                                          int maxParams) {
+    return decode(body, charset, keywords, "form body", maxParams, 413);
+  }
+
+  /** @param tooMany the status of the exception for more than {@code maxParams} parameters */
+  private static IPersistentMap decode(String encoded, Charset charset, boolean keywords,
+                                       String source, int maxParams, int tooMany) {
+    if (maxParams < 1) throw new IllegalArgumentException("maxParams must be at least 1");
     if (encoded == null || encoded.isEmpty()) return PersistentArrayMap.EMPTY;
     Charset cs = charset == null ? UTF_8 : charset;
     Acc acc = new Acc();
@@ -100,10 +139,14 @@ public final class FormCodec {
     int eq = -1;
     boolean keyEncoded = false;
     boolean valEncoded = false;
+    int pairs = 0;
     for (int i = 0; i < n; i++) {
       char c = encoded.charAt(i);
       if (c == '&') {
-        if (i > start) pair(acc, encoded, start, eq, i, keyEncoded, valEncoded, cs, source);
+        if (i > start) {
+          if (++pairs > maxParams) throw tooMany(source, maxParams, start, tooMany);
+          pair(acc, encoded, start, eq, i, keyEncoded, valEncoded, cs, source);
+        }
         start = i + 1;
         eq = -1;
         keyEncoded = false;
@@ -114,8 +157,15 @@ public final class FormCodec {
         if (eq < 0) keyEncoded = true; else valEncoded = true;
       }
     }
-    if (n > start) pair(acc, encoded, start, eq, n, keyEncoded, valEncoded, cs, source);
-    return acc.toMap(keywords);
+    if (n > start) {
+      if (++pairs > maxParams) throw tooMany(source, maxParams, start, tooMany);
+      pair(acc, encoded, start, eq, n, keyEncoded, valEncoded, cs, source);
+    }
+    return acc.toMap(keywords, source);
+  }
+
+  private static MalformedInputException tooMany(String source, int max, int at, int status) {
+    return new MalformedInputException("more than " + max + " parameters in " + source, at, status);
   }
 
   private static void pair(Acc acc, String s, int start, int eq, int end, boolean keyEncoded,
@@ -302,12 +352,18 @@ public final class FormCodec {
     return sb.toString();
   }
 
-  /**
-   * {@link #readBody} then {@link #decode(String, Charset, boolean, String)}, naming the input
-   * "form body".
-   */
+  /** {@link #decodeBody(InputStream, Charset, boolean, int)} with {@link #DEFAULT_MAX_PARAMS}. */
   public static IPersistentMap decodeBody(InputStream body, Charset charset, boolean keywords) {
-    return decode(readBody(body, charset), charset, keywords, "form body");
+    return decodeBody(body, charset, keywords, DEFAULT_MAX_PARAMS);
+  }
+
+  /**
+   * {@link #readBody} then {@link #decodeBody(String, Charset, boolean, int)}: a form body, whose
+   * parameters over {@code maxParams} are a 413 ({@link MalformedInputException#status()}).
+   */
+  public static IPersistentMap decodeBody(InputStream body, Charset charset, boolean keywords,
+                                          int maxParams) {
+    return decodeBody(readBody(body, charset), charset, keywords, maxParams);
   }
 
   /**
@@ -500,15 +556,29 @@ public final class FormCodec {
       return -1;
     }
 
-    IPersistentMap toMap(boolean keywords) {
+    /**
+     * The map, once its names pass the hash check: before any becomes a keyword (interning
+     * colliding names would load the global keyword table), and for keyword keys once more,
+     * since a keyword's hash is not its name's.
+     */
+    IPersistentMap toMap(boolean keywords, String source) {
       if (n == 0) return PersistentArrayMap.EMPTY;
+      boolean big = n > ARRAY_MAP_MAX;
+      if (big && KeyHashes.tooManyShared(keys, 0, 1, n)) throw colliding(source);
       Object[] kv = new Object[n * 2];
       for (int j = 0; j < n; j++) {
         kv[2 * j] = keywords ? keywordKey(keys[j]) : keys[j];
         Object v = vals[j];
         kv[2 * j + 1] = v instanceof Multi ? ((Multi) v).toVector() : v;
       }
-      return n <= ARRAY_MAP_MAX ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv);
+      if (!big) return new PersistentArrayMap(kv);
+      if (keywords && KeyHashes.tooManyShared(kv, 0, 2, n)) throw colliding(source);
+      return PersistentHashMap.create(kv);
+    }
+
+    private static MalformedInputException colliding(String source) {
+      return new MalformedInputException(
+          "too many parameter names with colliding hashes in " + source, -1, 400);
     }
   }
 }

@@ -6,7 +6,9 @@ import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectWriter;
@@ -32,10 +34,13 @@ import java.util.regex.Pattern;
  * it.
  *
  * <p><b>Bad input</b>: malformed JSON (a bad literal, truncated input, trailing content, an
- * empty input to {@code read}) and input over Jackson's limits (nesting deeper than 1000,
- * a number longer than 1000 digits, a string over 20 M characters) raise {@link JsonException},
- * whose message says what and where without echoing the input. An I/O failure of the stream
- * itself is an {@link UncheckedIOException}.
+ * empty input to {@code read}), input over the parser's limits (nesting deeper than 1000
+ * levels, a number longer than 1000 characters, a string over 20,000,000 characters, a name
+ * over 50,000), a decimal whose exponent is out of range, an object with more keys than
+ * {@code maxKeys} (10,000 unless given) and keys of colliding hashes ({@link JsonReading})
+ * raise {@link JsonException}, whose message says what and where without echoing the input or
+ * naming the parser's classes, and whose {@link JsonException#status()} is 413 for too many
+ * keys, else 400. An I/O failure of the stream itself is an {@link UncheckedIOException}.
  *
  * <p><b>Writing</b> ({@code writeBytes}, {@code writeString}, {@code writeBuffer}): UTF-8 JSON,
  * compact unless asked otherwise. A value that cannot be written (an object Jackson has no
@@ -59,9 +64,22 @@ public final class Json {
   private static final ObjectWriter ASCII = WRITER.with(JsonWriteFeature.ESCAPE_NON_ASCII);
   private static final ObjectWriter PRETTY_ASCII = PRETTY.with(JsonWriteFeature.ESCAPE_NON_ASCII);
 
+  /** The most keys one decoded object may have unless the caller says otherwise. */
+  public static final int DEFAULT_MAX_KEYS = JsonReading.DEFAULT_MAX_KEYS;
+
   /** Jackson's "[Source: ...; line: L, column: C]" inside messages (a start marker's). */
   private static final Pattern SOURCE =
       Pattern.compile("\\[Source: [^;\\]]*; line: (-?\\d+), column: (-?\\d+)\\]");
+  /**
+   * Jackson's advice on the features it would need to accept an input ("enable
+   * `JsonReadFeature.X` to allow", "(... Feature 'X' not enabled for parser)"): our
+   * configuration is fixed, so the advice only names Jackson's internals.
+   */
+  private static final Pattern FEATURE_ADVICE = Pattern.compile(
+      "[:;,]?\\s*enable `[^`]*` to allow|\\s*\\((?:[^()]|\\([^()]*\\))*Feature[^()]*\\)");
+  /** A message that still names a class or method after {@link #clean}: not shown. */
+  private static final Pattern INTERNALS =
+      Pattern.compile("`|com\\.fasterxml|jackson|[A-Za-z]+\\.[A-Za-z]+\\(\\)|java\\.", Pattern.CASE_INSENSITIVE);
   private static final int MAX_MESSAGE = 200;
 
   private Json() {}
@@ -102,19 +120,20 @@ public final class Json {
   // reading
 
   /**
-   * Reads one JSON value from {@code in}. An empty input is an error.
+   * Reads one JSON value from {@code in}, with at most {@link #DEFAULT_MAX_KEYS} keys per
+   * object. An empty input is an error.
    *
    * @param keywordKeys object keys as keywords (else strings)
    * @param bigDecimals decimals as exact BigDecimal (else Double)
-   * @throws JsonException when the input is not exactly one JSON value
+   * @throws JsonException when the input is not exactly one JSON value, or is over a limit
    */
   public static Object read(InputStream in, boolean keywordKeys, boolean bigDecimals) {
-    return read(null, in, keywordKeys, bigDecimals, false);
+    return read(null, in, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, false);
   }
 
   /** As {@link #read(InputStream, boolean, boolean)}, from a String. */
   public static Object read(String s, boolean keywordKeys, boolean bigDecimals) {
-    return read(s, null, keywordKeys, bigDecimals, false);
+    return read(s, null, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, false);
   }
 
   /**
@@ -122,33 +141,53 @@ public final class Json {
    * whitespace-only input is an absent body and gives null rather than an error.
    */
   public static Object readBody(InputStream in, boolean keywordKeys, boolean bigDecimals) {
-    return read(null, in, keywordKeys, bigDecimals, true);
+    return read(null, in, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, true);
   }
 
   /** As {@link #readBody(InputStream, boolean, boolean)}, from a String. */
   public static Object readBody(String s, boolean keywordKeys, boolean bigDecimals) {
-    return read(s, null, keywordKeys, bigDecimals, true);
+    return read(s, null, keywordKeys, bigDecimals, DEFAULT_MAX_KEYS, true);
+  }
+
+  /**
+   * As {@link #readBody(InputStream, boolean, boolean)}, with at most {@code maxKeys} keys
+   * (members, a repeated name counted each time) in any one object; more is a
+   * {@link JsonException} with status 413.
+   *
+   * @param maxKeys at least 1
+   */
+  public static Object readBody(InputStream in, boolean keywordKeys, boolean bigDecimals,
+                                int maxKeys) {
+    return read(null, in, keywordKeys, bigDecimals, maxKeys, true);
+  }
+
+  /** As {@link #readBody(InputStream, boolean, boolean, int)}, from a String. */
+  public static Object readBody(String s, boolean keywordKeys, boolean bigDecimals,
+                                int maxKeys) {
+    return read(s, null, keywordKeys, bigDecimals, maxKeys, true);
   }
 
   private static Object read(String s, InputStream in, boolean keywordKeys, boolean bigDecimals,
-                             boolean emptyIsNull) {
+                             int maxKeys, boolean emptyIsNull) {
+    JsonReading reading = new JsonReading(keywordKeys, bigDecimals, maxKeys);
     JsonParser p = null;
     try {
       p = s != null ? FACTORY.createParser(s) : FACTORY.createParser(in);
       JsonToken t = p.nextToken();
       if (t == null) {
         if (emptyIsNull) return null;
-        throw error("no JSON value in the input", p.currentLocation(), null);
+        throw error("no JSON value in the input", p.currentLocation(), null, 400);
       }
-      Object v = ClojureModule.read(p, t, keywordKeys, bigDecimals);
+      Object v = reading.read(p, t);
       if (p.nextToken() != null) {
-        throw error("unexpected content after the JSON value", p.currentTokenLocation(), null);
+        throw error("unexpected content after the JSON value", p.currentTokenLocation(), null,
+            400);
       }
       return v;
     } catch (JsonProcessingException e) {
       JsonLocation loc = e.getLocation();
       if (loc == null && p != null) loc = p.currentLocation();
-      throw error(clean(e.getOriginalMessage()), loc, e);
+      throw error(clean(e), loc, e, 400);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } finally {
@@ -162,18 +201,61 @@ public final class Json {
     }
   }
 
-  private static JsonException error(String what, JsonLocation loc, Throwable cause) {
+  /** The exception for {@code what} at {@code loc} (may be null). */
+  static JsonException error(String what, JsonLocation loc, Throwable cause, int status) {
     int line = loc == null ? -1 : loc.getLineNr();
     int column = loc == null ? -1 : loc.getColumnNr();
-    return new JsonException(what, line, line > 0 ? column : -1, cause);
+    return new JsonException(what, line, line > 0 ? column : -1, cause, status);
   }
 
-  /** Jackson's message, one line, without its source descriptions, at most 200 chars. */
-  private static String clean(String m) {
+  /**
+   * Jackson's message as one line of ours, at most 200 chars, without its source descriptions
+   * or anything that names Jackson's classes, methods or features: its constraint errors in
+   * our words, its advice on features dropped, and any other message that still names
+   * internals replaced by a plain one.
+   */
+  static String clean(JsonProcessingException e) {
+    if (e instanceof StreamConstraintsException) return constraint(e.getOriginalMessage());
+    String m = e.getOriginalMessage();
     if (m == null || m.isEmpty()) return "malformed JSON";
     m = SOURCE.matcher(m).replaceAll("line $1, column $2");
-    m = m.replace('\n', ' ').replace('\r', ' ');
+    m = FEATURE_ADVICE.matcher(m).replaceAll("");
+    // "Unexpected end-of-inputNo digit following sign": Jackson joins two sentences
+    m = m.replace("end-of-inputexpected", "end-of-input: expected")
+        .replace("end-of-inputNo", "end-of-input: no");
+    m = m.replace('\n', ' ').replace('\r', ' ').trim();
+    if (INTERNALS.matcher(m).find()) return "malformed JSON";
     return m.length() > MAX_MESSAGE ? m.substring(0, MAX_MESSAGE) + "..." : m;
+  }
+
+  /**
+   * A {@link StreamConstraintsException}'s message in our words. Jackson names the limit's
+   * getter ("... exceeds the maximum allowed (1000, from
+   * `StreamReadConstraints.getMaxNestingDepth()`)"); which limit it was is read from the
+   * message's start, and the figure from our own constraints.
+   */
+  private static String constraint(String m) {
+    StreamReadConstraints c = FACTORY.streamReadConstraints();
+    String s = m == null ? "" : m;
+    if (s.startsWith("Document nesting depth")) {
+      return "nesting deeper than " + c.getMaxNestingDepth() + " levels";
+    }
+    if (s.startsWith("Number value length")) {
+      return "number longer than " + c.getMaxNumberLength() + " characters";
+    }
+    if (s.startsWith("String value length")) {
+      return "string longer than " + c.getMaxStringLength() + " characters";
+    }
+    if (s.startsWith("Name length")) {
+      return "name longer than " + c.getMaxNameLength() + " characters";
+    }
+    if (s.startsWith("Document length")) {
+      return "document longer than " + c.getMaxDocumentLength() + " bytes";
+    }
+    if (s.startsWith("Token count")) {
+      return "more than " + c.getMaxTokenCount() + " tokens";
+    }
+    return "JSON over a size limit";
   }
 
   /**
@@ -254,7 +336,23 @@ public final class Json {
   private static IllegalArgumentException unwritable(Object value, JsonProcessingException e) {
     return new IllegalArgumentException("cannot write "
         + (value == null ? "nil" : "a " + value.getClass().getName())
-        + " as JSON: " + clean(e.getOriginalMessage()), e);
+        + " as JSON: " + writeMessage(e), e);
+  }
+
+  /**
+   * Why a value could not be written, for the developer who sees the exception (it is never
+   * sent to a client): Jackson's message, with a write-constraint error in our words.
+   */
+  private static String writeMessage(JsonProcessingException e) {
+    String m = e.getOriginalMessage();
+    if (e instanceof StreamConstraintsException && m != null
+        && m.startsWith("Document nesting depth")) {
+      return "nesting deeper than " + FACTORY.streamWriteConstraints().getMaxNestingDepth()
+          + " levels";
+    }
+    if (m == null || m.isEmpty()) return "unknown error";
+    m = SOURCE.matcher(m).replaceAll("line $1, column $2").replace('\n', ' ').replace('\r', ' ');
+    return m.length() > MAX_MESSAGE ? m.substring(0, MAX_MESSAGE) + "..." : m;
   }
 
   /** An OutputStream that appends to a Vert.x buffer sized by the first write. */

@@ -27,18 +27,27 @@ final class KeywordCache {
     }
   }
 
-  /** @param key makes the key for a name; must be a pure function of it */
+  /** @param key makes the key for a name; must be a pure function of it, never null */
   KeywordCache(Function<String, Object> key) {
     this.key = key;
   }
 
   /** The key for {@code name}. */
   Object get(String name) {
-    int slot = name.hashCode() & (SIZE - 1);
-    Entry e = entries[slot];
-    if (e != null && (e.name == name || e.name.equals(name))) return e.key;
+    Object k = cached(name);
+    return k != null ? k : make(name);
+  }
+
+  /** The key for {@code name} when the cache holds it, else null. */
+  Object cached(String name) {
+    Entry e = entries[name.hashCode() & (SIZE - 1)];
+    return e != null && (e.name == name || e.name.equals(name)) ? e.key : null;
+  }
+
+  /** Makes the key for {@code name} with the key function and caches it. */
+  Object make(String name) {
     Object k = key.apply(name);
-    entries[slot] = new Entry(name, k);
+    entries[name.hashCode() & (SIZE - 1)] = new Entry(name, k);
     return k;
   }
 }

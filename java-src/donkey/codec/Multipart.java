@@ -46,7 +46,9 @@ import java.util.regex.Pattern;
  * <p>Limits, each a {@link MultipartException} with status 413: bytes read from the body
  * ({@code maxRequestSize}, checked against Content-Length before reading too), bytes of one file
  * part ({@code maxFileSize}), bytes of one field ({@code maxFieldSize}), number of parts
- * ({@code maxParts}). Part header sections over {@value #MAX_PART_HEADER_BYTES} bytes are a 400.
+ * ({@code maxParts}). Part header sections over {@value #MAX_PART_HEADER_BYTES} bytes are a 400,
+ * and so are more than {@link KeyHashes#MAX_SHARED} distinct part names of one hash, which
+ * would make the parameter map quadratic to build.
  *
  * <p>Bad input: a missing or invalid boundary, no opening or closing boundary, junk after a
  * boundary, a truncated body, header lines without a colon, a part without a form-data
@@ -242,7 +244,9 @@ public final class Multipart {
         }
       }
     }
-    LinkedHashMap<Object, Object> acc = new LinkedHashMap<>();
+    // by name first: a String-keyed LinkedHashMap stays O(log n) per lookup even for names of
+    // one hash (its bins become trees of Comparable keys)
+    LinkedHashMap<String, Object> acc = new LinkedHashMap<>();
     for (Item it : items) {
       Object value = it.value;
       if (it.field) {
@@ -250,28 +254,56 @@ public final class Multipart {
             : it.charset != null ? it.charset : formCharset;
         value = new String((byte[]) value, cs);
       }
-      Object key = keywords && KEYWORD_SYNTAX.matcher(it.name).matches()
-          ? Keyword.intern(it.name) : it.name;
-      Object old = acc.get(key);
+      Object old = acc.get(it.name);
       if (old == null) {
-        acc.put(key, value);
+        acc.put(it.name, value);
       } else if (old instanceof Repeated) {
         ((Repeated) old).add(value);
       } else {
         Repeated values = new Repeated();
         values.add(old);
         values.add(value);
-        acc.put(key, values);
+        acc.put(it.name, values);
       }
     }
-    Object[] kv = new Object[acc.size() * 2];
+    int n = acc.size();
+    Object[] kv = new Object[n * 2];
     int i = 0;
-    for (Map.Entry<Object, Object> e : acc.entrySet()) {
+    for (Map.Entry<String, Object> e : acc.entrySet()) {
       Object v = e.getValue();
       kv[i++] = e.getKey();
       kv[i++] = v instanceof Repeated ? PersistentVector.create((Repeated) v) : v;
     }
-    return kv.length <= 16 ? new PersistentArrayMap(kv) : PersistentHashMap.create(kv);
+    if (n <= 8) {
+      if (keywords) keywordize(kv);
+      return new PersistentArrayMap(kv);
+    }
+    // names of one hash are refused before any becomes a keyword (interning them would load
+    // the global keyword table), and keywords once more, since a keyword's hash is not its
+    // name's: so the hash map never holds more than a few keys of one hash (KeyHashes)
+    boolean refused = KeyHashes.tooManyShared(kv, 0, 2, n);
+    if (!refused && keywords && keywordize(kv)) refused = KeyHashes.tooManyShared(kv, 0, 2, n);
+    if (refused) {
+      throw new MultipartException(MultipartException.BAD_REQUEST,
+                                   "too many part names with colliding hashes");
+    }
+    return PersistentHashMap.create(kv);
+  }
+
+  /**
+   * Turns the names (every other element of {@code kv}) that have keyword syntax into
+   * keywords, as {@code wrap-keyword-params} decides; true when any did.
+   */
+  private static boolean keywordize(Object[] kv) {
+    boolean any = false;
+    for (int j = 0; j < kv.length; j += 2) {
+      String name = (String) kv[j];
+      if (KEYWORD_SYNTAX.matcher(name).matches()) {
+        kv[j] = Keyword.intern(name);
+        any = true;
+      }
+    }
+    return any;
   }
 
   /** {@code CRLF "--" boundary}, after checking the boundary; a 400 for a bad one. */

@@ -67,6 +67,16 @@ public final class RequestMap {
   /**
    * A request's headers as Ring's {@code :headers} map, plus the values the kernel itself
    * needs, picked up in the same single pass so no header is looked up twice.
+   *
+   * <p>Header names are the client's choice, and names of one {@code String.hashCode} (there
+   * are 2^k lower-case ones of 2k characters) would make a hash map quadratic to build: about
+   * 700 fit in the default 16 KiB head. A head with more than
+   * {@link donkey.codec.KeyHashes#MAX_SHARED} names of one hash, which real clients never send,
+   * gets its {@code :headers} as a sorted map instead (a
+   * {@link clojure.lang.PersistentTreeMap} ordering names as Strings, and any other key a
+   * handler adds after them): as correct a Clojure map, built in O(n log n). The request is
+   * served rather than refused because the map is built lazily, possibly on a worker thread,
+   * where the kernel can no longer answer 400 itself.
    */
   public static final class Head implements BiConsumer<String, String> {
     public IPersistentMap headers = PersistentArrayMap.EMPTY;
@@ -120,7 +130,9 @@ public final class RequestMap {
 
     private Head finish() {
       if (big != null) {
-        headers = PersistentHashMap.create(big);
+        Object[] names = big.keySet().toArray();
+        headers = donkey.codec.KeyHashes.tooManyShared(names, 0, 1, names.length) ? sorted(big)
+            : PersistentHashMap.create(big);
         for (Map.Entry<String, String> e : big.entrySet()) pick(e.getKey(), e.getValue());
         big = null;
         return this;
@@ -134,6 +146,18 @@ public final class RequestMap {
       for (int i = 0; i < len; i += 2) pick((String) a[i], (String) a[i + 1]);
       kv = null;
       return this;
+    }
+
+    /** Header names as Strings first, other keys (a handler's) after them. */
+    private static final java.util.Comparator<Object> NAMES_FIRST = (a, b) -> {
+      if (a instanceof String) return b instanceof String ? ((String) a).compareTo((String) b) : -1;
+      return b instanceof String ? 1 : clojure.lang.Util.compare(a, b);
+    };
+
+    private static IPersistentMap sorted(Map<String, String> all) {
+      IPersistentMap m = new clojure.lang.PersistentTreeMap(null, NAMES_FIRST);
+      for (Map.Entry<String, String> e : all.entrySet()) m = m.assoc(e.getKey(), e.getValue());
+      return m;
     }
 
     private void pick(String name, String value) {

@@ -117,7 +117,11 @@
   Answers without calling the handler, as {:status 400 or 413 :headers {\"content-type\"
   \"text/plain; charset=utf-8\"} :body \"<what was wrong>\"}:
     400 - no boundary in the Content-Type, a malformed or truncated body, a part without a
-          form-data Content-Disposition or name, an unknown charset
+          form-data Content-Disposition or name, an unknown charset, more than 8 distinct
+          part names of one hash (\"too many part names with colliding hashes\": such names
+          are easy to make, \"Aa\" and \"BB\" share a String.hashCode, and would make the
+          parameter map quadratic to build; real names never do this; checked before any
+          name becomes a keyword)
     413 - a body, file, field or part count over its limit (a Content-Length over
           :max-request-size is refused before reading)
   Temp files already written are deleted first. Other failures (reading the body, a full disk)

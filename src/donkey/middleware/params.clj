@@ -17,6 +17,16 @@
   - the form media type is matched exactly and case-insensitively
     (`application/x-www-form-urlencoded`, parameters allowed), where Ring tested a
     case-sensitive prefix.
+  - input that would make decoding slow is refused, and the handler is not called: more
+    than :max-params parameters in the query string (400) or in the form body
+    (`413 Payload Too Large: more than 1000 parameters in form body`), or more than 8
+    distinct names with one `String.hashCode` in one query string or form
+    (`400 Bad Request: too many parameter names with colliding hashes in query string`).
+    Such names are easy to make (\"Aa\" and \"BB\" collide, and so do all 2^k strings of k
+    such blocks) and make Clojure's hash maps, and Ring's own decoder, quadratic to build;
+    real names practically never share a hash more than two or three at a time. The check
+    runs before any name becomes a keyword, so an attack does not fill the global keyword
+    table. With both, decoding stays (near-)linear in the input whatever the names.
 
   Options, for every middleware here, validated when it is built:
     :keywords?  when true, keys that are valid keywords (Ring's wrap-keyword-params rule, no
@@ -26,12 +36,15 @@
     :encoding   charset name (or java.nio.charset.Charset) used to read the body and decode
                 percent-encoded bytes. Default, as Ring: the Content-Type's charset parameter,
                 else UTF-8 (Ring uses that charset for the query string too, and so does this).
+    :max-params the most parameters (name=value pairs, a repeated name counted each time) in
+                the query string, and separately in the form body (default 1000, Jetty's
+                default for form keys; a positive integer)
 
   All three middlewares serve both Ring handler arities: `(handler request)` and
   `(handler request respond raise)`. The body is read whole into memory; donkey has already
   bounded it by `:max-body-size`."
   (:import (clojure.lang IPersistentMap)
-           (donkey.codec FormCodec MalformedInputException)
+           (donkey.codec FormCodec KeyHashes MalformedInputException)
            (java.io InputStream)
            (java.nio.charset Charset IllegalCharsetNameException UnsupportedCharsetException)))
 
@@ -41,16 +54,20 @@
 ;; options, once
 
 (defn- options
-  "Validates `opts` and returns [keywords? charset-or-nil]."
+  "Validates `opts` and returns [keywords? charset-or-nil max-params]."
   [fname opts]
   (when-not (or (nil? opts) (map? opts))
     (throw (IllegalArgumentException.
             (str "donkey.middleware.params/" fname ": options must be a map, got " (pr-str opts)))))
-  (let [{:keys [keywords? encoding]} opts]
+  (let [{:keys [keywords? encoding max-params]} opts]
     (when-not (or (nil? keywords?) (boolean? keywords?))
       (throw (IllegalArgumentException.
               (str "donkey.middleware.params/" fname ": :keywords? must be true or false, got "
                    (pr-str keywords?)))))
+    (when-not (or (nil? max-params) (and (integer? max-params) (<= 1 max-params Integer/MAX_VALUE)))
+      (throw (IllegalArgumentException.
+              (str "donkey.middleware.params/" fname ": :max-params must be a positive integer, got "
+                   (pr-str max-params)))))
     [(boolean keywords?)
      (cond
        (nil? encoding) nil
@@ -64,7 +81,8 @@
        :else (throw (IllegalArgumentException.
                      (str "donkey.middleware.params/" fname
                           ": :encoding must be a charset name or a java.nio.charset.Charset, got "
-                          (pr-str encoding)))))]))
+                          (pr-str encoding)))))
+     (int (or max-params FormCodec/DEFAULT_MAX_PARAMS))]))
 
 ;; ---------------------------------------------------------------------------------------------
 ;; per request
@@ -77,8 +95,9 @@
   ^Charset [request ^Charset fixed]
   (or fixed (FormCodec/requestCharset (content-type request))))
 
-(defn- decode-query ^IPersistentMap [request ^Charset cs keywords?]
-  (FormCodec/decode ^String (:query-string request) cs (boolean keywords?) "query string"))
+(defn- decode-query ^IPersistentMap [request ^Charset cs keywords? max-params]
+  (FormCodec/decode ^String (:query-string request) cs (boolean keywords?) "query string"
+                    (int max-params)))
 
 (defn- form-body?
   "True when the request carries a urlencoded form body that can be read."
@@ -87,11 +106,11 @@
     (and (or (instance? InputStream body) (string? body))
          (FormCodec/isUrlEncodedForm (content-type request)))))
 
-(defn- decode-form ^IPersistentMap [request ^Charset cs keywords?]
+(defn- decode-form ^IPersistentMap [request ^Charset cs keywords? max-params]
   (let [body (:body request)]
     (if (string? body)
-      (FormCodec/decode ^String body cs (boolean keywords?) "form body")
-      (FormCodec/decodeBody ^InputStream body cs (boolean keywords?)))))
+      (FormCodec/decodeBody ^String body cs (boolean keywords?) (int max-params))
+      (FormCodec/decodeBody ^InputStream body cs (boolean keywords?) (int max-params)))))
 
 (defn- text-response [status ^String msg]
   {:status status
@@ -105,7 +124,9 @@
   `(try
      ~@body
      (catch MalformedInputException e#
-       (reduced (text-response 400 (str "Bad Request: " (.getMessage e#)))))
+       (let [status# (.status e#)]
+         (reduced (text-response status# (str (if (= 413 status#) "Payload Too Large: " "Bad Request: ")
+                                              (.getMessage e#))))))
      ;; the charset name is the client's text: not echoed back
      (catch UnsupportedCharsetException _#
        (reduced (text-response 415 "Unsupported Media Type: unknown charset in Content-Type")))
@@ -127,28 +148,35 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; the middleware
 
-(defn- query-params* [request keywords? fixed]
+(defn- query-params* [request keywords? fixed max-params]
   (cond
     (:query-params request) request
     (nil? (:query-string request)) (assoc request :query-params {})
-    :else (assoc request :query-params (decode-query request (charset request fixed) keywords?))))
+    :else (assoc request :query-params
+                 (decode-query request (charset request fixed) keywords? max-params))))
 
-(defn- form-params* [request keywords? fixed]
+(defn- form-params* [request keywords? fixed max-params]
   (cond
     (:form-params request) request
     (not (form-body? request)) (assoc request :form-params {})
-    :else (assoc request :form-params (decode-form request (charset request fixed) keywords?))))
+    :else (assoc request :form-params
+                 (decode-form request (charset request fixed) keywords? max-params))))
 
 (defn- keyify
   "Ring's wrap-keyword-params on existing :params: string keys with keyword syntax become
-  keywords, in nested maps and vectors too. Only runs when :params was already there."
+  keywords, in nested maps and vectors too. Only runs when :params was already there. New
+  keys have new hashes, so a map's new keys are checked as the codecs check theirs."
   [x]
   (cond
-    (map? x) (into {} (map (fn [[k v]] [(if (string? k) (FormCodec/keywordKey k) k) (keyify v)])) x)
+    (map? x) (let [kvs (into [] (map (fn [[k v]] [(if (string? k) (FormCodec/keywordKey k) k) (keyify v)])) x)]
+               (when (KeyHashes/tooManyShared (object-array (map first kvs)) 0 1 (count kvs))
+                 (throw (MalformedInputException.
+                         "too many parameter names with colliding hashes in :params" -1)))
+               (into {} kvs))
     (vector? x) (mapv keyify x)
     :else x))
 
-(defn- params* [request keywords? fixed]
+(defn- params* [request keywords? fixed max-params]
   (let [request (if (and keywords? (seq (:params request)))
                   (update request :params keyify)
                   request)
@@ -157,39 +185,45 @@
         cs (when (or form? query?) (charset request fixed))
         request (if (:form-params request)
                   request
-                  (let [p (if form? (decode-form request cs keywords?) {})]
+                  (let [p (if form? (decode-form request cs keywords? max-params) {})]
                     (assoc request :form-params p :params (merge (:params request) p))))]
     (if (:query-params request)
       request
-      (let [p (if query? (decode-query request cs keywords?) {})]
+      (let [p (if query? (decode-query request cs keywords? max-params) {})]
         (assoc request :query-params p :params (merge (:params request) p))))))
 
 (defn query-params-request
   "What `wrap-query-params` does to a request, as a function. Throws
-  donkey.codec.MalformedInputException on malformed input, and
-  java.nio.charset.UnsupportedCharsetException for an unknown Content-Type charset."
+  donkey.codec.MalformedInputException on malformed or refused input (its `.status` is the
+  answer the middleware gives: 400, or 413 for a form body over :max-params), and
+  java.nio.charset.UnsupportedCharsetException for an unknown Content-Type charset.
+  Options as for the middleware."
   ([request] (query-params-request request {}))
   ([request opts]
-   (let [[keywords? fixed] (options "query-params-request" opts)]
-     (query-params* request keywords? fixed))))
+   (let [[keywords? fixed max-params] (options "query-params-request" opts)]
+     (query-params* request keywords? fixed max-params))))
 
 (defn form-params-request
   "What `wrap-form-params` does to a request, as a function. Throws
-  donkey.codec.MalformedInputException on malformed input, and
-  java.nio.charset.UnsupportedCharsetException for an unknown Content-Type charset."
+  donkey.codec.MalformedInputException on malformed or refused input (its `.status` is the
+  answer the middleware gives: 400, or 413 for a form body over :max-params), and
+  java.nio.charset.UnsupportedCharsetException for an unknown Content-Type charset.
+  Options as for the middleware."
   ([request] (form-params-request request {}))
   ([request opts]
-   (let [[keywords? fixed] (options "form-params-request" opts)]
-     (form-params* request keywords? fixed))))
+   (let [[keywords? fixed max-params] (options "form-params-request" opts)]
+     (form-params* request keywords? fixed max-params))))
 
 (defn params-request
   "What `wrap-params` does to a request, as a function: adds :query-params, :form-params and
-  :params. Throws donkey.codec.MalformedInputException on malformed input, and
-  java.nio.charset.UnsupportedCharsetException for an unknown Content-Type charset."
+  :params. Throws donkey.codec.MalformedInputException on malformed or refused input (its
+  `.status` is the answer the middleware gives: 400, or 413 for a form body over
+  :max-params), and java.nio.charset.UnsupportedCharsetException for an unknown Content-Type
+  charset. Options as for the middleware."
   ([request] (params-request request {}))
   ([request opts]
-   (let [[keywords? fixed] (options "params-request" opts)]
-     (params* request keywords? fixed))))
+   (let [[keywords? fixed max-params] (options "params-request" opts)]
+     (params* request keywords? fixed max-params))))
 
 (defn wrap-query-params
   "Middleware that parses the query string and adds it to the request as :query-params, a
@@ -197,14 +231,14 @@
   for a repeated key; `{}` when there is no query string. A request that already has
   :query-params is left alone. Does not touch :params (see `wrap-params`).
 
-  Malformed input gets a 400 response (text/plain, \"Bad Request: <reason>\") and the handler
-  is not called.
+  Malformed input, more than :max-params parameters, or too many names with colliding hashes
+  get a 400 response (text/plain, \"Bad Request: <reason>\") and the handler is not called.
 
-  Options: {:keywords? false, :encoding nil} (see the namespace doc)."
+  Options: {:keywords? false, :encoding nil, :max-params 1000} (see the namespace doc)."
   ([handler] (wrap-query-params handler {}))
   ([handler opts]
-   (let [[keywords? fixed] (options "wrap-query-params" opts)]
-     (wrap-with handler #(answering-bad-input (query-params* % keywords? fixed))))))
+   (let [[keywords? fixed max-params] (options "wrap-query-params" opts)]
+     (wrap-with handler #(answering-bad-input (query-params* % keywords? fixed max-params))))))
 
 (defn wrap-form-params
   "Middleware that, for a request whose Content-Type is application/x-www-form-urlencoded,
@@ -213,15 +247,16 @@
   request as :form-params; `{}` for any other request. A request that already has
   :form-params is left alone. Does not touch :params (see `wrap-params`).
 
-  Malformed input (bad percent-encoding, bytes invalid in the charset) gets a 400 response
-  (text/plain, \"Bad Request: <reason>\"), an unknown charset a 415, and the handler is not
-  called.
+  Malformed input (bad percent-encoding, bytes invalid in the charset) or too many names with
+  colliding hashes get a 400 response (text/plain, \"Bad Request: <reason>\"), more than
+  :max-params parameters a 413 (\"Payload Too Large: <reason>\"), an unknown charset a 415,
+  and the handler is not called.
 
-  Options: {:keywords? false, :encoding nil} (see the namespace doc)."
+  Options: {:keywords? false, :encoding nil, :max-params 1000} (see the namespace doc)."
   ([handler] (wrap-form-params handler {}))
   ([handler opts]
-   (let [[keywords? fixed] (options "wrap-form-params" opts)]
-     (wrap-with handler #(answering-bad-input (form-params* % keywords? fixed))))))
+   (let [[keywords? fixed max-params] (options "wrap-form-params" opts)]
+     (wrap-with handler #(answering-bad-input (form-params* % keywords? fixed max-params))))))
 
 (defn wrap-params
   "Middleware that parses urlencoded parameters from the query string and from the body (when
@@ -238,11 +273,13 @@
   ...), and here also the keys of :query-params and :form-params. Values are Strings, or vectors of Strings for repeated keys. As in Ring, a request
   that already has :form-params (or :query-params) keeps it, and it is not merged into :params.
 
-  Malformed input gets a 400 response (text/plain, \"Bad Request: <reason>\"), an unknown
-  charset a 415, and the handler is not called.
+  Malformed input gets a 400 response (text/plain, \"Bad Request: <reason>\"), a query string
+  over :max-params or too many names with colliding hashes a 400 too, a form body over
+  :max-params a 413 (\"Payload Too Large: <reason>\"), an unknown charset a 415, and the
+  handler is not called. :max-params counts the query string and the form body separately.
 
-  Options: {:keywords? false, :encoding nil} (see the namespace doc)."
+  Options: {:keywords? false, :encoding nil, :max-params 1000} (see the namespace doc)."
   ([handler] (wrap-params handler {}))
   ([handler opts]
-   (let [[keywords? fixed] (options "wrap-params" opts)]
-     (wrap-with handler #(answering-bad-input (params* % keywords? fixed))))))
+   (let [[keywords? fixed max-params] (options "wrap-params" opts)]
+     (wrap-with handler #(answering-bad-input (params* % keywords? fixed max-params))))))
