@@ -26,6 +26,12 @@ final class HeadCheck {
   String transferEncoding;
   /** How many Transfer-Encoding lines the head has. */
   int transferEncodings;
+  /**
+   * The request target and Host value this loop last found valid: the next request on a
+   * connection usually repeats them, and an equal String is valid without a second scan.
+   */
+  private String validTarget = "/";
+  private String validHost = "";
 
   /**
    * Event loop: checks {@code req}'s head.
@@ -37,9 +43,12 @@ final class HeadCheck {
     transferEncoding = null;
     transferEncodings = 0;
     String uri = req.uri();
-    for (int i = 0; i < uri.length(); i++) {
-      char c = uri.charAt(i);
-      if (c <= ' ' || c == 0x7f) return "Bad Request: invalid character in the request target";
+    if (!uri.equals(validTarget)) {
+      for (int i = 0; i < uri.length(); i++) {
+        char c = uri.charAt(i);
+        if (c <= ' ' || c == 0x7f) return "Bad Request: invalid character in the request target";
+      }
+      validTarget = uri;
     }
     String host = null;
     int hosts = 0;
@@ -85,8 +94,9 @@ final class HeadCheck {
     if (hosts > 1) return "Bad Request: more than one Host header";
     if (hosts == 0) {
       if (req.version() == HttpVersion.HTTP_1_1) return "Bad Request: no Host header";
-    } else if (!isAuthority(host, true)) {
-      return "Bad Request: invalid Host header";
+    } else if (!host.equals(validHost)) {
+      if (!isAuthority(host, true)) return "Bad Request: invalid Host header";
+      validHost = host;
     }
     if (uri.isEmpty() || uri.charAt(0) != '/') {
       String authority = RequestMap.absoluteAuthority(uri);
@@ -118,14 +128,14 @@ final class HeadCheck {
       }
       i = close + 1;
     } else {
-      for (; i < n && s.charAt(i) != ':'; i++) {
+      for (; i < n; i++) {
         char c = s.charAt(i);
-        if (c == '%') {
-          if (i + 2 >= n || hex(s.charAt(i + 1)) < 0 || hex(s.charAt(i + 2)) < 0) return false;
-          i += 2;
-        } else if (!(isUnreserved(c) || isSubDelim(c))) {
+        if (c < 128 && REG_NAME[c]) continue;
+        if (c == ':') break;
+        if (c != '%' || i + 2 >= n || hex(s.charAt(i + 1)) < 0 || hex(s.charAt(i + 2)) < 0) {
           return false;
         }
+        i += 2;
       }
       if (i == 0) return false; // a port without a host
     }
@@ -141,6 +151,13 @@ final class HeadCheck {
       port = port * 10 + (c - '0');
     }
     return port <= 65535;
+  }
+
+  /** The characters of a reg-name besides percent-encodings: unreserved and sub-delims. */
+  private static final boolean[] REG_NAME = new boolean[128];
+
+  static {
+    for (char c = 0; c < 128; c++) REG_NAME[c] = isUnreserved(c) || isSubDelim(c);
   }
 
   private static boolean isUnreserved(char c) {
