@@ -3,27 +3,17 @@ package donkey.kernel;
 import clojure.lang.AFn;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
-import donkey.ring.BodyBuffer;
-import donkey.ring.BodyInputStream;
-import donkey.ring.Framing;
 import donkey.ring.RequestMap;
-import donkey.ring.ResponseChannel;
-import donkey.ring.ResponseOutputStream;
+import donkey.ring.ResponseMap;
 import donkey.ring.ResponseWriter;
-import donkey.ring.StreamingBody;
 import donkey.route.Route;
 import donkey.route.Router;
-import io.vertx.core.Context;
 import io.vertx.core.Handler;
-import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
-import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
-import io.vertx.core.http.HttpVersion;
-import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -31,26 +21,29 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
- * One request from arrival to the end of its response: reads the body, builds the Ring request,
- * runs the handler in its mode, and writes what it answered (or the error it caused).
+ * One request from arrival to the end of its response, as a small state machine: its head is
+ * checked ({@link HeadCheck}) and routed, its body read ({@link RequestBody}), its Ring request
+ * built and its handler run in the handler's mode, and it is answered exactly once: by the
+ * handler's response ({@link ResponseSender}), by its failure, by a timeout, or by the kernel's
+ * own answer to bad input ({@link PlainAnswers}); the connection's bookkeeping then runs when
+ * the response ends.
  *
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
  * worker pool; an async handler runs on the event loop and its {@code respond}/{@code raise}
  * (this object and a {@link Raise}) may be called from any thread, once: the first call wins,
- * later ones are logged and ignored. A fixed body a pool worker answered is prepared on the
- * worker and ended on the loop through its {@link Outbox}; other fixed bodies and files are
- * written from the thread that answered (Vert.x queues writes from other threads onto the
- * loop); streamed bodies from a worker thread; channel bodies are opened on the event loop.
+ * later ones are logged and ignored. {@link #answered} is the one field written by several
+ * threads (by compare-and-set); the rest is handed between threads by the worker pool, the
+ * outbox or Vert.x, each of which publishes it.
  */
 final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
   private static final String ERROR_500 = "Internal Server Error";
-  /** Body bytes read and dropped after an early error answer before the connection is closed. */
-  private static final long DRAIN_LIMIT = 4L * 1024 * 1024;
 
   private final ServerVerticle loop;
   private final HttpServerRequest req;
   private final HttpServerResponse resp;
+  /** The connection's state (loop-confined); null for a connection the guard does not track. */
+  final ConnectionGuard.State connection;
   /** 1 once the request has been answered (response, failure, timeout or error status). */
   private volatile int answered;
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
@@ -67,14 +60,10 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private IPersistentMap pathParams;
   /** The matched route, or null without a route table. */
   private Route route;
-  /** An async handler's body while it arrives, read before the handler runs; else null. */
-  private BodyBuffer body;
-  private boolean rejected;
+  /** The request's body, or null when it has none. */
+  private RequestBody body;
   /** Run once when this request is over ({@link RequestScope}); loop-confined, null if none. */
   private ArrayList<Runnable> atEnd;
-  private final ConnectionGuard.State connection;
-  /** The streamed body of a blocking handler's request, or null. */
-  private BodyInputStream bodyStream;
   /**
    * When the handler was started (System.nanoTime()), for {@code :request-timeout}; 0 before
    * dispatch. A non-blocking handler's request holds {@link ConnectionGuard#UNSTAMPED} until
@@ -108,7 +97,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       Throwable t = error instanceof Throwable ? (Throwable) error
           : new IllegalArgumentException("raise called with " + error);
       if (ANSWERED.compareAndSet(Exchange.this, 0, 1)) {
-          fail(t);
+        fail(t);
       } else {
         late(null, t);
       }
@@ -123,13 +112,50 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     this.connection = connection;
   }
 
+  ServerVerticle loop() {
+    return loop;
+  }
+
+  HttpServerRequest request() {
+    return req;
+  }
+
+  HttpServerResponse response() {
+    return resp;
+  }
+
+  /** The connection this request came on. */
+  HttpConnection connection() {
+    return req.connection();
+  }
+
+  /** Any thread: claims the answer; false when the request was already answered. */
+  boolean claim() {
+    return ANSWERED.compareAndSet(this, 0, 1);
+  }
+
+  /** True once the request has been answered. */
+  boolean answered() {
+    return answered != 0;
+  }
+
+  /** True while the handler has not answered. */
+  boolean unanswered() {
+    return answered == 0;
+  }
+
+  /** True when this request's handler is an async (non-blocking) one. */
+  boolean async() {
+    return async;
+  }
+
   /**
    * Has Vert.x call {@link #handle} when the response ends, for a response not ended by
    * {@link #endedOnLoop}'s callers: one taken lock per call (Vert.x's setter synchronizes on
    * the connection), so the common fixed response ended on the loop does without. Called by
    * the thread that will end the response, before it does; the response is not written yet.
    */
-  private void watchEnd() {
+  void watchEnd() {
     if (!endWatched) {
       endWatched = true;
       resp.endHandler(this);
@@ -142,7 +168,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * handler at the same point, after the write (and after it started the next pipelined
    * request), so the order is the one an end handler would see.
    */
-  private void endedOnLoop() {
+  void endedOnLoop() {
     if (!endWatched) handle(null);
   }
 
@@ -158,8 +184,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       return;
     }
     if (connection != null) ConnectionGuard.responseEnded(connection, this);
-    BodyInputStream in = bodyStream;
-    if (in != null) in.discardRest();
+    RequestBody b = body;
+    if (b != null) b.discardRest();
     runAtEnd();
   }
 
@@ -217,161 +243,40 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       cl = head.contentLength;
       te = head.transferEncoding;
     }
-    boolean chunked = te != null;
-    // (repeated Transfer-Encoding or Content-Length headers arrive joined with ',')
-    if (chunked && (cl != null || !"chunked".equalsIgnoreCase(te.trim()))) {
-      // RFC 9112 6.1/6.3: only a lone "chunked" is framing we can trust; anything else
-      // (another coding, a list, Content-Length beside it) is how requests get smuggled.
+    long length = RequestBody.length(cl, te);
+    if (length == RequestBody.REFUSED) {
       answered = 1;
-      closeWith(400, "Bad Request: unsupported or ambiguous Transfer-Encoding");
+      closeWith(400, te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
+          : "Bad Request: invalid Content-Length");
       return;
     }
-    if (!route(cfg, cl != null || chunked)) return;
-    long length = 0;
-    if (cl != null) {
-      try {
-        length = Long.parseLong(cl.trim());
-      } catch (NumberFormatException e) {
-        length = -1;
-      }
-      if (length < 0) {
-        answered = 1;
-        closeWith(400, "Bad Request: invalid Content-Length");
-        return;
-      }
-    }
-    if (length == 0 && !chunked) {
+    if (!route(cfg, length != 0)) return;
+    if (length == 0) {
       dispatch(null);
       return;
     }
-    // an async handler's body is read whole into one array first
-    long limit = async ? Math.min(cfg.maxBodySize, BodyBuffer.MAX) : cfg.maxBodySize;
-    if (length > limit) {
-      answered = 1;
-      if (length - limit > DRAIN_LIMIT) {
-        closeWith(413, "Payload Too Large");
-      } else {
-        rejectBody(413, "Payload Too Large");
-      }
-      return;
-    }
-    if (head.expect != null && "100-continue".equalsIgnoreCase(head.expect.trim())) {
-      resp.writeContinue();
-    }
-    if (async) {
-      bufferBody(chunked ? -1 : length, limit);
-    } else {
-      streamBody(cfg);
-    }
-  }
-
-  /**
-   * Event loop: a handler on the event loop cannot wait for its body, so the body is read whole
-   * (up to {@code limit}) before the handler runs, into memory that grows with the bytes that
-   * arrive ({@link BodyBuffer}). A body that stops arriving for {@code :body-timeout} gets 408
-   * ({@link ConnectionGuard#sweep}), one that grows past the limit 413.
-   */
-  private void bufferBody(long declared, long limit) {
-    BodyBuffer b = new BodyBuffer(declared, limit);
-    body = b;
-    req.exceptionHandler(t -> {
-      // a broken body (bad chunk framing) or a vanished client: nothing to dispatch
-      rejected = true;
-      body = null;
-      if (ANSWERED.compareAndSet(this, 0, 1)) closeWith(400, "Bad Request: malformed request body");
-    });
-    req.handler(chunk -> {
-      if (rejected) return;
-      if (!b.append(chunk)) {
-        body = null;
-        answered = 1;
-        rejectBody(413, "Payload Too Large");
-      }
-    });
-    req.endHandler(v -> {
-      if (rejected || answered != 0) return;
-      body = null;
-      dispatch(b.stream());
-    });
-  }
-
-  /**
-   * Event loop (the connection sweep): the body read before an async handler stopped arriving
-   * for {@code :body-timeout}; answers 408 and closes the connection.
-   */
-  void bodyTimedOut() {
-    if (!ANSWERED.compareAndSet(this, 0, 1)) return;
-    rejected = true;
-    body = null;
-    closeWith(408, "Request Timeout: the request body stopped arriving");
+    body = RequestBody.read(this, req, length, async,
+        head.expect != null && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
   }
 
   /** True while the body is read before the (async) handler runs: not dispatched yet. */
   boolean awaitsBody() {
-    return body != null;
+    RequestBody b = body;
+    return b != null && b.awaited();
   }
 
-  /** The connection this request came on. */
-  HttpConnection connection() {
-    return req.connection();
+  /**
+   * Event loop (the connection sweep): the body read before an async handler stopped arriving
+   * for {@code :body-timeout}; answers 408.
+   */
+  void bodyTimedOut() {
+    RequestBody b = body;
+    if (b != null) b.timedOut();
   }
 
   /** Event loop: true once the whole request, body included, has arrived. */
   boolean requestEnded() {
     return req.isEnded();
-  }
-
-  /** True when this request's handler is an async (non-blocking) one. */
-  boolean async() {
-    return async;
-  }
-
-  /**
-   * Event loop: a blocking handler runs at once and reads its body as it arrives, with flow
-   * control ({@link BodyInputStream}). A body that grows past {@code :max-body-size} is
-   * answered 413 (the handler's reads fail); what the handler leaves unread is discarded once
-   * the response has been sent.
-   */
-  private void streamBody(ServerConfig cfg) {
-    BodyInputStream in = new BodyInputStream(req, loop.eventLoop, cfg.bodyTimeoutMs, () -> {
-      // claimed here, on the reading thread, before its read fails: the handler's own answer
-      // to that failure comes later and is dropped
-      if (ANSWERED.compareAndSet(this, 0, 1)) {
-        onLoop(() -> closeWith(408, "Request Timeout: the request body stopped arriving"));
-      }
-    });
-    bodyStream = in;
-    watchEnd();
-    long[] received = {0};
-    req.exceptionHandler(t -> {
-      // A broken body (bad chunk framing) or a vanished client ends the request. The answer is
-      // claimed before the handler's reads fail, so whatever the handler answers to that
-      // failure is dropped instead of racing the connection's close.
-      boolean first = ANSWERED.compareAndSet(this, 0, 1);
-      in.fail(new IOException("the request body could not be read: "
-          + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t));
-      if (first) closeWith(400, "Bad Request: malformed request body");
-    });
-    req.handler(chunk -> {
-      received[0] += chunk.length();
-      if (received[0] > cfg.maxBodySize) {
-        if (!rejected) {
-          rejected = true;
-          boolean first = ANSWERED.compareAndSet(this, 0, 1);
-          in.fail(new IOException("the request body is larger than :max-body-size ("
-              + cfg.maxBodySize + " bytes)"));
-          if (first) {
-            rejectBody(413, "Payload Too Large");
-          } else {
-            req.connection().close();
-          }
-        }
-        return;
-      }
-      in.offer(chunk);
-    });
-    req.endHandler(v -> in.end());
-    dispatch(in);
   }
 
   /**
@@ -412,7 +317,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   /** Event loop: builds the Ring request and runs the handler in its mode. */
-  private void dispatch(InputStream in) {
+  void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
     // the connection's addresses (and whether it is TLS) are taken once, at accept, not looked
     // up here: Vert.x's lazy address fields (and a first-request branch of ours) would be
@@ -443,7 +348,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         Object r = given;
         given = null;
         hasGiven = false;
-        complete(r);
+        ResponseSender.send(this, r);
       }
     } else {
       // exact: the worker pool's stall detection and the outbox's holds work in milliseconds
@@ -500,7 +405,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     if (error != null) {
       fail(error);
     } else {
-      complete(response);
+      ResponseSender.send(this, response);
     }
   }
 
@@ -519,7 +424,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         given = response;
         hasGiven = true;
       } else {
-        complete(response);
+        ResponseSender.send(this, response);
       }
     } else {
       late(response, null);
@@ -535,11 +440,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** True while a worker runs this request's sync handler (its answer is not in yet). */
   boolean onWorker() {
     return !async && answered == 0 && dispatchedAt != 0;
-  }
-
-  /** True while the handler has not answered. */
-  boolean unanswered() {
-    return answered == 0;
   }
 
   /**
@@ -601,7 +501,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     @Override
     public Object invoke(Object response) {
       if (once()) {
-        complete(response);
+        ResponseSender.send(Exchange.this, response);
       } else {
         late(response, null);
       }
@@ -618,214 +518,28 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       LOG.log(Level.WARNING, "a response for {0} came after the request had been answered "
           + "(timeout, body error or an earlier respond/raise); dropped", where());
     }
-    ResponseWriter.discard(response);
+    ResponseMap.discard(response);
   }
 
 
-  /** Any thread: sends a handler's response from the right thread for its body. */
-  private void complete(Object response) {
-    ResponseWriter.Kind kind;
-    try {
-      kind = ResponseWriter.classify(response, loop.config.streamablePred);
-    } catch (Throwable t) {
-      ResponseWriter.discard(response);
-      fail(t);
-      return;
-    }
-    IPersistentMap r = (IPersistentMap) response;
-    if (kind == ResponseWriter.Kind.STREAM) {
-      if (Context.isOnEventLoopThread()) {
-        try {
-          loop.workers.execute(() -> stream(r));
-        } catch (RejectedExecutionException e) {
-          ResponseWriter.discard(r);
-          onLoop(() -> closeWith(503, "Service Unavailable"));
-        }
-      } else {
-        stream(r);
-      }
-    } else if (kind == ResponseWriter.Kind.CHANNEL) {
-      onLoop(() -> writeNow(r, kind));
-    } else if (kind == ResponseWriter.Kind.FIXED && Thread.currentThread() == loop.thread) {
-      // the loop's own fixed answer (a non-blocking handler's, the common one): written here,
-      // one call shallower than writeNow, as this path's depth decides how much of Vert.x's
-      // write the JIT inlines into it; the end's bookkeeping then needs no end handler
-      if (closed()) return;
-      try {
-        endFixed(r);
-        endedOnLoop();
-      } catch (Throwable t) {
-        fail(t);
-      }
-    } else if (kind == ResponseWriter.Kind.FIXED && loop.workers.isWorkerThread()) {
-      prepare(r);
-    } else {
-      // A fixed body or a file is written from the thread that has it: Vert.x queues writes
-      // from other threads and drains them on the loop in batches with one flush, where a
-      // task per response would flush once per response.
-      writeNow(r, kind);
-    }
+  /** Worker thread: keeps what {@link ResponseSender} prepared for {@link #endPrepared}. */
+  void prepared(Buffer body, int status) {
+    prepared = body;
+    preparedStatus = status;
   }
 
-  /**
-   * Any thread but the loop for a FIXED body (the event loop for a CHANNEL body): writes a
-   * fixed, file or channel body, with Vert.x's end handler doing the end's bookkeeping.
-   */
-  private void writeNow(IPersistentMap r, ResponseWriter.Kind kind) {
-    if (closed()) return;
-    try {
-      watchEnd();
-      if (kind == ResponseWriter.Kind.FIXED) {
-        endFixed(r);
-        return;
-      }
-      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
-      int framing = framing(resp.getStatusCode());
-      Object b = r.valAt(ResponseWriter.BODY);
-      if (kind == ResponseWriter.Kind.FILE) {
-        ResponseWriter.sendFile(resp, (java.io.File) b, framing);
-      } else {
-        if (framing == Framing.BODY && http10()) closing(); // delimited by the close
-        ResponseChannel.open(resp, (StreamingBody) b, framing, http10(), this::closeGracefully,
-            () -> ConnectionGuard.abort(req.connection()));
-      }
-    } catch (Throwable t) {
-      fail(t);
-    }
-  }
-
-  /**
-   * The thread that owns the response: sets the status and headers of a fixed response and
-   * ends it.
-   *
-   * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
-   */
-  private void endFixed(IPersistentMap r) {
-    int status = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
-    Buffer b = ResponseWriter.writeFixed(resp, r, loop.answers.date(), loop.serverHeader,
-        framing(status));
-    ResponseWriter.status(resp, status);
-    // (not ResponseWriter.end: one call less on the loop's path, see complete)
-    if (b == null) {
-      resp.end();
-    } else {
-      resp.end(b);
-    }
-  }
-
-  /** How a response with {@code status} to this request is framed ({@link Framing#of}). */
-  private int framing(int status) {
-    return Framing.of(status, req.method() == HttpMethod.HEAD);
-  }
-
-  /** True for an HTTP/1.0 request: a body of unknown length is delimited by the close. */
-  private boolean http10() {
-    return req.version() == HttpVersion.HTTP_1_0;
-  }
-
-  /**
-   * Any thread: the connection closes after this response, so requests read behind it are not
-   * served (a task on the loop, queued before the response's end is).
-   */
-  private void closing() {
-    if (connection != null) onLoop(() -> connection.closing = true);
-  }
-
-  /** Any thread: closes the connection once what was written has gone out. */
-  private void closeGracefully() {
-    closing();
-    req.connection().close();
-  }
-
-  /**
-   * Worker thread: sets the headers and serializes the body of a fixed response here, then
-   * hands it to the loop's {@link Outbox}, which sets its status and ends it in a batch with
-   * others.
-   */
-  private void prepare(IPersistentMap r) {
-    // Nothing here takes the connection's lock (closed(), setStatusCode): a worker holding
-    // it would contend with the loop, and a contended lock is inflated and slower for the
-    // loop ever after. A closed connection is seen by endPrepared.
-    try {
-      preparedStatus = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
-      prepared = ResponseWriter.writeFixed(resp, r, loop.answers.date(), loop.serverHeader,
-          framing(preparedStatus));
-    } catch (Throwable t) {
-      fail(t);
-      return;
-    }
-    loop.outbox.add(this);
-  }
-
-  /** Event loop (an {@link Outbox} drain): ends the response {@link #prepare} made. */
+  /** Event loop (an {@link Outbox} drain): ends the response a worker prepared. */
   void endPrepared() {
-    if (closed()) return;
     Buffer b = prepared;
     prepared = null;
-    try {
-      ResponseWriter.status(resp, preparedStatus);
-      ResponseWriter.end(resp, b);
-      endedOnLoop();
-    } catch (Throwable t) {
-      fail(t);
-    }
-  }
-
-  /**
-   * Any thread: true once the connection has closed. On the loop this reads the connection's
-   * loop-confined flag instead of {@link HttpServerResponse#closed()}, which takes the
-   * connection's lock (one lock per response on the request path). The flag is set by the
-   * connection's close handler, which may run a moment after Vert.x marks the response closed:
-   * a response written in between is dropped by Vert.x (its write fails on the closed channel),
-   * as it would be had the close come just after the check.
-   */
-  private boolean closed() {
-    ConnectionGuard.State c = connection;
-    return c != null && Thread.currentThread() == loop.thread ? c.closed : resp.closed();
-  }
-
-  /**
-   * Worker thread: streams a blocking body with flow control. The handler's framing headers
-   * are the kernel's to decide ({@link ResponseOutputStream}): an invalid Content-Length gets
-   * a 500 before anything is sent.
-   */
-  private void stream(IPersistentMap r) {
-    if (resp.closed()) {
-      ResponseWriter.discard(r);
-      return;
-    }
-    ResponseOutputStream os = null;
-    try {
-      watchEnd();
-      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
-      MultiMap h = resp.headers();
-      long declared = Framing.declared(h);
-      h.remove(HttpHeaders.CONTENT_LENGTH);
-      h.remove(HttpHeaders.TRANSFER_ENCODING);
-      os = new ResponseOutputStream(resp, framing(resp.getStatusCode()), declared, http10(),
-          this::closing, this::closeGracefully, where(), loop.config.outputBufferSize);
-      // an async handler's StreamableResponseBody may hand the stream on and return: the
-      // response then ends when the stream is closed (Ring's async contract)
-      ResponseWriter.stream(resp, r, os, loop.config.streamableWriter, async);
-    } catch (Throwable t) {
-      ResponseWriter.discard(r);
-      if (os != null && os.committed()) {
-        if (!resp.closed()) {
-          LOG.log(Level.ERROR, "response body of " + where() + " failed after the head was sent;"
-              + " closing the connection", t);
-        }
-        ConnectionGuard.abort(req.connection());
-      } else {
-        fail(t);
-      }
-    }
+    ResponseSender.endPrepared(this, b, preparedStatus);
   }
 
   /**
    * Any thread: logs a handler failure once and, if nothing was sent yet, answers with the
    * configured error handler's response, or a plain 500 when there is none (or it fails too).
    */
-  private void fail(Throwable t) {
+  void fail(Throwable t) {
     LOG.log(Level.ERROR, "handler failed for " + where(), t);
     onLoop(() -> {
       if (resp.closed() || resp.ended()) return;
@@ -839,8 +553,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       if (onError != null && request != null) {
         try {
           Object r = onError.invoke(request, t);
-          if (ResponseWriter.classify(r, null) == ResponseWriter.Kind.FIXED) {
-            endFixed((IPersistentMap) r);
+          if (ResponseMap.classify(r, null) == ResponseMap.Kind.FIXED) {
+            ResponseSender.endFixed(this, (IPersistentMap) r);
             return;
           }
           LOG.log(Level.ERROR, "the :error-handler for " + where()
@@ -855,25 +569,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   /**
-   * Event loop: answers {@code status} at once, then reads and drops the rest of the request
-   * body, so the client (which may still be sending) gets to read the answer: closing a socket
-   * with unread input would reset the connection and lose it. Past {@link #DRAIN_LIMIT} dropped
-   * bytes the connection is closed after all.
+   * Event loop: answers {@code status} with a short text body and closes the connection;
+   * requests already read behind this one are dropped (ServerVerticle skips a closing
+   * connection's requests).
    */
-  private void rejectBody(int status, String message) {
-    rejected = true;
-    long[] dropped = {0};
-    req.handler(chunk -> {
-      dropped[0] += chunk.length();
-      if (dropped[0] > DRAIN_LIMIT) req.connection().close();
-    });
-    if (resp.closed() || resp.ended()) return;
-    ResponseWriter.clearHeaders(resp);
-    plain(status, message);
-  }
-
-  /** Event loop: answers {@code status} with a short text body and closes the connection. */
-  private void closeWith(int status, String message) {
+  void closeWith(int status, String message) {
     if (connection != null) connection.closing = true;
     if (resp.closed() || resp.ended()) {
       req.connection().close();
@@ -883,12 +583,16 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     String allow = resp.headers().get(HttpHeaders.ALLOW);
     ResponseWriter.clearHeaders(resp);
     if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
-    // Vert.x would wait for the rest of the request before closing; requests already read
-    // behind this one are dropped (ServerVerticle skips a closing connection's requests).
     loop.answers.end(resp, status, message, true).onComplete(v -> req.connection().close());
   }
 
   /** Event loop: answers {@code status} with a short text body; the connection stays. */
+  void answerKeepingConnection(int status, String message) {
+    if (resp.closed() || resp.ended()) return;
+    ResponseWriter.clearHeaders(resp);
+    plain(status, message);
+  }
+
   private void plain(int status, String message) {
     watchEnd();
     loop.answers.end(resp, status, message, false);
@@ -899,7 +603,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * the loop has already shut down (a handler finishing after {@code stop} gave up on it), the
    * connection is gone and there is nothing left to write: the task is dropped and logged.
    */
-  private void onLoop(Runnable r) {
+  void onLoop(Runnable r) {
     // Not Vertx.currentContext(): Vert.x 5 runs request handlers on a duplicate of the loop's
     // context, so comparing contexts would always hop, and a hop costs a flush per response.
     if (Thread.currentThread() == loop.thread) {

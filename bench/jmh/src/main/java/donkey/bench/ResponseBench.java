@@ -109,7 +109,7 @@ public class ResponseBench {
 
   private void write(IPersistentMap r) {
     // as the kernel's Exchange.endFixed
-    int status = ResponseWriter.status(r.valAt(ResponseWriter.STATUS));
+    int status = donkey.ring.ResponseMap.status(r.valAt(donkey.ring.ResponseMap.STATUS));
     Buffer b = ResponseWriter.writeFixed(resp, r, DATE, SERVER, donkey.ring.Framing.BODY);
     ResponseWriter.status(resp, status);
     ResponseWriter.end(resp, b);

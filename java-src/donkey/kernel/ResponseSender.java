@@ -1,0 +1,236 @@
+package donkey.kernel;
+
+import clojure.lang.IPersistentMap;
+import donkey.ring.Framing;
+import donkey.ring.ResponseChannel;
+import donkey.ring.ResponseMap;
+import donkey.ring.ResponseOutputStream;
+import donkey.ring.ResponseWriter;
+import donkey.ring.StreamingBody;
+import io.vertx.core.Context;
+import io.vertx.core.MultiMap;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.HttpVersion;
+import java.lang.System.Logger.Level;
+import java.util.concurrent.RejectedExecutionException;
+
+/**
+ * Sends a handler's response: picks the thread for its body kind, then one call per kind
+ * ({@link ResponseWriter}). A fixed body the event loop answered is ended there at once; one a
+ * pool worker answered is prepared on the worker and ended by the loop's {@link Outbox} in a
+ * batch; other fixed bodies and files are written from the thread that has them (Vert.x queues
+ * writes from other threads and drains them on the loop in batches with one flush); streamed
+ * bodies from a worker thread, which waits while the client does not read; channel bodies are
+ * opened on the loop.
+ *
+ * <p>Threading: as each method says. Stateless: what a response needs between threads lives in
+ * its {@link Exchange}.
+ */
+final class ResponseSender {
+  private static final System.Logger LOG = System.getLogger("donkey");
+
+  private ResponseSender() {}
+
+  /** Any thread: sends {@code response} from the right thread for its body. */
+  static void send(Exchange x, Object response) {
+    ServerVerticle loop = x.loop();
+    ResponseMap.Kind kind;
+    try {
+      kind = ResponseMap.classify(response, loop.config.streamablePred);
+    } catch (Throwable t) {
+      ResponseMap.discard(response);
+      x.fail(t);
+      return;
+    }
+    IPersistentMap r = (IPersistentMap) response;
+    if (kind == ResponseMap.Kind.STREAM) {
+      if (Context.isOnEventLoopThread()) {
+        try {
+          loop.workers.execute(() -> stream(x, r));
+        } catch (RejectedExecutionException e) {
+          ResponseMap.discard(r);
+          x.onLoop(() -> x.closeWith(503, "Service Unavailable"));
+        }
+      } else {
+        stream(x, r);
+      }
+    } else if (kind == ResponseMap.Kind.CHANNEL) {
+      x.onLoop(() -> writeNow(x, r, kind));
+    } else if (kind == ResponseMap.Kind.FIXED && Thread.currentThread() == loop.thread) {
+      // the loop's own fixed answer (a non-blocking handler's, the common one): written here,
+      // with no end handler; JMH ExchangeBench measures this path
+      if (closed(x)) return;
+      try {
+        endFixed(x, r);
+        x.endedOnLoop();
+      } catch (Throwable t) {
+        x.fail(t);
+      }
+    } else if (kind == ResponseMap.Kind.FIXED && loop.workers.isWorkerThread()) {
+      prepare(x, r);
+    } else {
+      writeNow(x, r, kind);
+    }
+  }
+
+  /**
+   * Any thread but the loop for a FIXED body (the event loop for a CHANNEL body): writes a
+   * fixed, file or channel body, with Vert.x's end handler doing the end's bookkeeping.
+   */
+  private static void writeNow(Exchange x, IPersistentMap r, ResponseMap.Kind kind) {
+    if (closed(x)) return;
+    try {
+      x.watchEnd();
+      if (kind == ResponseMap.Kind.FIXED) {
+        endFixed(x, r);
+        return;
+      }
+      HttpServerResponse resp = x.response();
+      ResponseWriter.writeHead(resp, r, x.loop().answers.date(), x.loop().serverHeader);
+      int framing = framing(x, resp.getStatusCode());
+      Object b = r.valAt(ResponseMap.BODY);
+      if (kind == ResponseMap.Kind.FILE) {
+        ResponseWriter.sendFile(resp, (java.io.File) b, framing);
+      } else {
+        boolean http10 = http10(x);
+        if (framing == Framing.BODY && http10) closing(x); // delimited by the close
+        ResponseChannel.open(resp, (StreamingBody) b, framing, http10, () -> closeGracefully(x),
+            () -> ConnectionGuard.abort(x.request().connection()));
+      }
+    } catch (Throwable t) {
+      x.fail(t);
+    }
+  }
+
+  /**
+   * The thread that owns the response: sets the status and headers of a fixed response and
+   * ends it.
+   *
+   * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
+   */
+  static void endFixed(Exchange x, IPersistentMap r) {
+    HttpServerResponse resp = x.response();
+    int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
+    Buffer b = ResponseWriter.writeFixed(resp, r, x.loop().answers.date(), x.loop().serverHeader,
+        framing(x, status));
+    ResponseWriter.status(resp, status);
+    if (b == null) {
+      resp.end();
+    } else {
+      resp.end(b);
+    }
+  }
+
+  /**
+   * Worker thread: sets the headers and serializes the body of a fixed response here, then
+   * hands it to the loop's {@link Outbox}, which sets its status and ends it in a batch with
+   * others ({@link #endPrepared}).
+   */
+  private static void prepare(Exchange x, IPersistentMap r) {
+    // Nothing here takes the connection's lock (closed(), setStatusCode): a worker holding
+    // it would contend with the loop, and a contended lock is inflated and slower for the
+    // loop ever after. A closed connection is seen by endPrepared.
+    try {
+      int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
+      x.prepared(ResponseWriter.writeFixed(x.response(), r, x.loop().answers.date(),
+          x.loop().serverHeader, framing(x, status)), status);
+    } catch (Throwable t) {
+      x.fail(t);
+      return;
+    }
+    x.loop().outbox.add(x);
+  }
+
+  /** Event loop (an {@link Outbox} drain): ends the response {@link #prepare} made. */
+  static void endPrepared(Exchange x, Buffer body, int status) {
+    if (closed(x)) return;
+    try {
+      ResponseWriter.status(x.response(), status);
+      ResponseWriter.end(x.response(), body);
+      x.endedOnLoop();
+    } catch (Throwable t) {
+      x.fail(t);
+    }
+  }
+
+  /**
+   * Worker thread: streams a blocking body with flow control. The handler's framing headers
+   * are the kernel's to decide ({@link ResponseOutputStream}): an invalid Content-Length gets
+   * a 500 before anything is sent.
+   */
+  private static void stream(Exchange x, IPersistentMap r) {
+    HttpServerResponse resp = x.response();
+    if (resp.closed()) {
+      ResponseMap.discard(r);
+      return;
+    }
+    ServerVerticle loop = x.loop();
+    ResponseOutputStream os = null;
+    try {
+      x.watchEnd();
+      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
+      MultiMap h = resp.headers();
+      long declared = Framing.declared(h);
+      h.remove(HttpHeaders.CONTENT_LENGTH);
+      h.remove(HttpHeaders.TRANSFER_ENCODING);
+      os = new ResponseOutputStream(resp, framing(x, resp.getStatusCode()), declared, http10(x),
+          () -> closing(x), () -> closeGracefully(x), x.where(), loop.config.outputBufferSize);
+      // an async handler's StreamableResponseBody may hand the stream on and return: the
+      // response then ends when the stream is closed (Ring's async contract)
+      ResponseWriter.stream(resp, r, os, loop.config.streamableWriter, x.async());
+    } catch (Throwable t) {
+      ResponseMap.discard(r);
+      if (os != null && os.committed()) {
+        if (!resp.closed()) {
+          LOG.log(Level.ERROR, "response body of " + x.where() + " failed after the head was"
+              + " sent; closing the connection", t);
+        }
+        ConnectionGuard.abort(x.request().connection());
+      } else {
+        x.fail(t);
+      }
+    }
+  }
+
+  /** How a response with {@code status} to this request is framed ({@link Framing#of}). */
+  private static int framing(Exchange x, int status) {
+    return Framing.of(status, x.request().method() == HttpMethod.HEAD);
+  }
+
+  /** True for an HTTP/1.0 request: a body of unknown length is delimited by the close. */
+  private static boolean http10(Exchange x) {
+    return x.request().version() == HttpVersion.HTTP_1_0;
+  }
+
+  /**
+   * Any thread: the connection closes after this response, so requests read behind it are not
+   * served (a task on the loop, queued before the response's end is).
+   */
+  private static void closing(Exchange x) {
+    ConnectionGuard.State c = x.connection;
+    if (c != null) x.onLoop(() -> c.closing = true);
+  }
+
+  /** Any thread: closes the connection once what was written has gone out. */
+  private static void closeGracefully(Exchange x) {
+    closing(x);
+    x.request().connection().close();
+  }
+
+  /**
+   * Any thread: true once the connection has closed. On the loop this reads the connection's
+   * loop-confined flag instead of {@link HttpServerResponse#closed()}, which takes the
+   * connection's lock (one lock per response on the request path). The flag is set by the
+   * connection's close handler, which may run a moment after Vert.x marks the response closed:
+   * a response written in between is dropped by Vert.x (its write fails on the closed channel),
+   * as it would be had the close come just after the check.
+   */
+  private static boolean closed(Exchange x) {
+    ConnectionGuard.State c = x.connection;
+    return c != null && Thread.currentThread() == x.loop().thread ? c.closed
+        : x.response().closed();
+  }
+}

@@ -1,0 +1,93 @@
+package donkey.ring;
+
+import clojure.lang.ISeq;
+import clojure.lang.Named;
+import clojure.lang.RT;
+import clojure.lang.Seqable;
+import io.vertx.core.MultiMap;
+import java.util.Map;
+
+/**
+ * A handler's {@code :headers} map set on a Vert.x header map, checked on the way: names must
+ * be tokens (RFC 9110 5.6.2) and values free of control characters but HTAB (RFC 9110 5.5),
+ * so that no handler can inject a header line or a response.
+ *
+ * <p>Threading: stateless.
+ */
+final class HeaderLines {
+  private HeaderLines() {}
+
+  /**
+   * Sets {@code headers} on {@code out}: a String value set, a seq value one line per element,
+   * nil skipped, other values by their {@code toString}; a name set again case-insensitively
+   * replaces the earlier one.
+   *
+   * @return true when the handler set {@code Content-Length} or {@code Transfer-Encoding}
+   * @throws IllegalArgumentException when {@code headers} is not a map, a name is not a token
+   *     or a value has a control character, with {@code out} possibly half set
+   */
+  static boolean apply(MultiMap out, Object headers) {
+    if (!(headers instanceof Map)) {
+      throw new IllegalArgumentException(":headers must be a map, got " + headers.getClass().getName());
+    }
+    boolean framing = false;
+    for (Object o : ((Map<?, ?>) headers).entrySet()) {
+      Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
+      String name = name(e.getKey());
+      framing |= isFraming(name);
+      Object v = e.getValue();
+      if (v instanceof String) {
+        out.set(name, value(name, (String) v));
+      } else if (v instanceof Iterable || v instanceof ISeq || v instanceof Seqable) {
+        out.remove(name);
+        for (ISeq s = RT.seq(v); s != null; s = s.next()) {
+          out.add(name, value(name, String.valueOf(s.first())));
+        }
+      } else if (v != null) {
+        out.set(name, value(name, v.toString()));
+      }
+    }
+    return framing;
+  }
+
+  /** True for Content-Length and Transfer-Encoding, whose values the kernel decides. */
+  private static boolean isFraming(String name) {
+    return name.length() == 14 && name.equalsIgnoreCase("content-length")
+        || name.length() == 17 && name.equalsIgnoreCase("transfer-encoding");
+  }
+
+  private static String name(Object k) {
+    // String first, by its exact class: a failing interface test (Named) scans String's
+    // interfaces on every header before JDK 23
+    String name = k instanceof String ? (String) k
+        : k instanceof Named ? ((Named) k).getName() : String.valueOf(k);
+    if (name.isEmpty()) throw new IllegalArgumentException("empty response header name");
+    for (int i = 0; i < name.length(); i++) {
+      if (!isTokenChar(name.charAt(i))) {
+        throw new IllegalArgumentException("invalid response header name " + quote(name));
+      }
+    }
+    return name;
+  }
+
+  private static boolean isTokenChar(char c) {
+    if (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') return true;
+    return c < 127 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
+  }
+
+  private static String value(String name, String v) {
+    for (int i = 0; i < v.length(); i++) {
+      char c = v.charAt(i);
+      if (c < ' ' && c != '\t' || c == 0x7f) {
+        throw new IllegalArgumentException("response header " + name
+            + (c == '\r' || c == '\n' ? " has a CR or LF in its value (header injection refused)"
+                : " has a control character in its value"));
+      }
+    }
+    return v;
+  }
+
+  private static String quote(String s) {
+    return '"' + (s.length() > 64 ? s.substring(0, 64) + "..." : s) + '"';
+  }
+}
