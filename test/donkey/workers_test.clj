@@ -6,7 +6,8 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [donkey.test-util :as u :refer [with-server GET]])
-  (:import (java.io InputStream OutputStream)
+  (:import (donkey.kernel OsThreads OsThreads$Stat WorkerPool)
+           (java.io InputStream OutputStream)
            (java.net Socket)
            (java.nio.charset StandardCharsets)
            (java.util.concurrent Callable CountDownLatch ExecutorService Executors Future TimeUnit)
@@ -385,42 +386,23 @@
       (is (str/ends-with? resp "tail") "only the last response has a body"))))
 
 (defn- platform-pool
-  "A donkey.kernel.WorkerPool (package-private: built by reflection) of at most `max` daemon
-  platform threads, a 1 ms stall period and a `keep-alive-ms` keep-alive."
-  ^java.util.concurrent.ExecutorService [max keep-alive-ms]
+  "A donkey.kernel.WorkerPool of at most `max` daemon platform threads, one kept running
+  while they keep up, a 1 ms stall period and a `keep-alive-ms` keep-alive."
+  ^WorkerPool [max keep-alive-ms]
   (let [factory (reify java.util.concurrent.ThreadFactory
-                  (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))
-        ctor (doto (.getDeclaredConstructor (Class/forName "donkey.kernel.WorkerPool")
-                                            (into-array Class [String java.util.concurrent.ThreadFactory
-                                                               Boolean/TYPE Integer/TYPE Integer/TYPE
-                                                               Long/TYPE Long/TYPE]))
-               (.setAccessible true))]
-    (.newInstance ctor (object-array ["test-pool" factory false (int max) (int 1)
-                                      (long 1000000) (long (* keep-alive-ms 1000000))]))))
-
-(defn- call-pool
-  "Calls the package-private donkey.kernel.WorkerPool method `method` (parameter classes
-  `types`) on `pool` with `args`, by reflection; throws what the method throws."
-  [pool method types & args]
-  (let [m (doto (.getDeclaredMethod (Class/forName "donkey.kernel.WorkerPool") method
-                                    (into-array Class types))
-            (.setAccessible true))]
-    (try
-      (.invoke m pool (object-array args))
-      (catch java.lang.reflect.InvocationTargetException e (throw (.getCause e))))))
+                  (newThread [_ r] (doto (Thread. ^Runnable r) (.setDaemon true))))]
+    (WorkerPool. "test-pool" factory false (int max) (int 1) (long 1000000)
+                 (long (* keep-alive-ms 1000000)))))
 
 (defn- pool-keep-alive
-  "Exercises a donkey.kernel.WorkerPool (package-private: built by reflection) of daemon
-  platform threads with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
+  "Exercises a donkey.kernel.WorkerPool of daemon platform threads with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
   released and idle for the keep-alive, every thread ends; then the pool runs a new task.
   Returns {:grown :idle-states :left :after}: the thread count with the tasks blocked, the
   states of the idle threads shortly after release, the count after the keep-alive, and what
   the new task returned."
   [n keep-alive-ms]
   (let [pool (platform-pool 64 keep-alive-ms)
-        threads-field (doto (.getDeclaredField (Class/forName "donkey.kernel.WorkerPool") "threads")
-                        (.setAccessible true))
-        count-threads #(.get ^java.util.concurrent.atomic.AtomicInteger (.get threads-field pool))
+        count-threads #(.threadCount pool)
         inside (java.util.concurrent.CountDownLatch. n)
         release (java.util.concurrent.CountDownLatch. 1)
         seen (java.util.concurrent.ConcurrentHashMap/newKeySet)]
@@ -457,14 +439,12 @@
 
 (deftest the-pool-tracks-how-long-its-tasks-run
   ;; The event loop yields its core after a hand-off only while the workers' recent tasks were
-  ;; short (ServerVerticle.YIELD_TASK_NANOS): a worker that computes for milliseconds would
+  ;; short (WorkerPool/SHORT_TASK_NANOS): a worker that computes for milliseconds would
   ;; otherwise keep the loop's other connections waiting. The average follows the tasks both
   ;; ways.
   (let [pool (platform-pool 4 60000)
-        limit (let [f (doto (.getDeclaredField (Class/forName "donkey.kernel.ServerVerticle") "YIELD_TASK_NANOS")
-                        (.setAccessible true))]
-                (.getLong f nil))
-        recent-nanos #(long (call-pool pool "recentTaskNanos" []))
+        limit WorkerPool/SHORT_TASK_NANOS
+        recent-nanos #(.recentTaskNanos pool)
         run-all (fn [n f]
                   (dotimes [_ n]
                     (.get (.submit pool ^Callable f) 5 java.util.concurrent.TimeUnit/SECONDS)))]
@@ -481,24 +461,22 @@
 ;; for the first could take the core from the loop and the batch would go a request at a time.
 (deftest a-queued-batch-waits-for-one-signal
   (let [pool (platform-pool 4 60000)
-        enqueue #(call-pool pool "enqueue" [Runnable] %)
+        enqueue #(.enqueue pool ^Runnable %)
         n 200
         done (java.util.concurrent.CountDownLatch. n)
         threads (java.util.concurrent.ConcurrentHashMap/newKeySet)]
     (try
       ;; the pool's monitor rescues tasks that wait a stall period with no worker running: let
       ;; it reach its idle park first (it starts with the pool), or it may run them unsignalled
-      (let [parked (doto (.getDeclaredField (Class/forName "donkey.kernel.WorkerPool") "monitorParked")
-                     (.setAccessible true))]
-        (loop [i 0]
-          (when (and (< i 500) (not (.getBoolean parked pool)))
-            (Thread/sleep 1)
-            (recur (inc i)))))
+      (loop [i 0]
+        (when (and (< i 500) (not (.monitorResting pool)))
+          (Thread/sleep 1)
+          (recur (inc i))))
       (dotimes [_ n]
         (enqueue (fn [] (.add threads (Thread/currentThread)) (.countDown done))))
       (Thread/sleep 50)
       (is (= n (.getCount done)) "queued tasks do not run before the signal")
-      (call-pool pool "signal" [])
+      (.signal pool)
       (is (.await done 5 java.util.concurrent.TimeUnit/SECONDS) "one signal runs the whole batch")
       (is (= 1 (count threads)) "on the one thread it woke (the pool's target here)")
       (.shutdown pool)
@@ -508,17 +486,12 @@
         (.shutdownNow pool)))))
 
 (defn- os-stat-fns
-  "donkey.kernel.OsThreads (package-private, reached by reflection): returns [self running?
-  close] as functions, `self` to be called on the thread it describes."
+  "donkey.kernel.OsThreads: returns [self running? close] as functions, `self` to be called
+  on the thread it describes."
   []
-  (let [os (Class/forName "donkey.kernel.OsThreads")
-        stat (Class/forName "donkey.kernel.OsThreads$Stat")
-        self (doto (.getDeclaredMethod os "self" (make-array Class 0)) (.setAccessible true))
-        running (doto (.getDeclaredMethod stat "running" (make-array Class 0)) (.setAccessible true))
-        close (doto (.getDeclaredMethod stat "close" (make-array Class 0)) (.setAccessible true))]
-    [#(.invoke self nil (object-array 0))
-     #(boolean (.invoke running % (object-array 0)))
-     #(.invoke close % (object-array 0))]))
+  [#(OsThreads/self)
+   #(.running ^OsThreads$Stat %)
+   #(.close ^OsThreads$Stat %)])
 
 (deftest the-os-says-whether-a-worker-is-blocked
   ;; The pool's monitor keeps each platform worker's /proc stat open and reads it again at

@@ -1,6 +1,5 @@
 package donkey.kernel;
 
-import io.netty.channel.ChannelOutboundBuffer;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.net.SocketAddress;
 import java.lang.System.Logger.Level;
@@ -208,8 +207,7 @@ final class ConnectionGuard {
     for (Map.Entry<HttpConnection, State> e : connections.entrySet()) {
       HttpConnection c = e.getKey();
       State s = e.getValue();
-      ChannelOutboundBuffer out = VertxInternals.outbound(c);
-      long pending = out == null ? 0 : out.totalPendingWriteBytes();
+      long pending = VertxInternals.pendingWriteBytes(c);
       if (s.started == s.ended && pending == 0) {
         // between requests, nothing left to send
         s.watched = null;
@@ -226,7 +224,7 @@ final class ConnectionGuard {
       // being written), or an ended response whose bytes are still flushing
       Exchange x = s.started == s.ended ? null : s.current;
       if (x != null && x.dispatchedAt == UNSTAMPED) x.dispatchedAt = now;
-      long quiet = quietFor(s, x, pending, out, now);
+      long quiet = quietFor(s, x, pending, VertxInternals.writeProgress(c), now);
       if (x != null && x.unanswered()) {
         // owed a response: never idle; its body or its handler has a limit of its own
         if (x.awaitsBody()) {
@@ -273,10 +271,8 @@ final class ConnectionGuard {
    * message being written (a file is one message, and Vert.x counts it as written when it
    * hands it over).
    */
-  private static long quietFor(State s, Exchange x, long pending, ChannelOutboundBuffer out,
-                               long now) {
+  private static long quietFor(State s, Exchange x, long pending, long progress, long now) {
     long moved = x == null ? 0 : x.bytesMoved();
-    long progress = out == null ? 0 : out.currentProgress();
     if (s.movedAt == 0 || s.watched != x || s.moved != moved || s.pending != pending
         || s.progress != progress) {
       s.watched = x;

@@ -1,12 +1,7 @@
 package donkey.kernel;
 
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelOutboundHandlerAdapter;
-import io.netty.channel.ChannelPipeline;
-import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.vertx.core.http.HttpConnection;
-import io.vertx.core.net.impl.ConnectionBase;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -32,7 +27,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Threading: {@link #add} and {@link #wake} from any thread (workers, the monitor);
  * {@link #drain} and {@link #batchFlushes} run on the loop.
  */
-final class Outbox {
+final class Outbox implements WorkerPool.HandBack {
   private static final System.Logger LOG = System.getLogger("donkey");
 
   private final EventLoop loop;
@@ -78,7 +73,8 @@ final class Outbox {
   }
 
   /** Any thread: has the loop end what is waiting, unless nothing is or a drain is queued. */
-  void wake() {
+  @Override
+  public void wake() {
     if (ready.isEmpty() && !carrying) return;
     if (scheduled.get() || !scheduled.compareAndSet(false, true)) return;
     try {
@@ -97,13 +93,15 @@ final class Outbox {
    * Any thread: true when a response has waited at least {@code nanos} without a wake, or a
    * flush has been held for {@link #maxHoldNanos}.
    */
-  boolean overdue(long now, long nanos) {
+  @Override
+  public boolean overdue(long now, long nanos) {
     if (scheduled.get()) return false;
     return !ready.isEmpty() && now - since >= nanos || carrying && now - carriedDue >= 0;
   }
 
   /** Any thread: true when no response waits here and no flush is carried. */
-  boolean quiet() {
+  @Override
+  public boolean quiet() {
     return ready.isEmpty() && !carrying;
   }
 
@@ -158,15 +156,14 @@ final class Outbox {
 
   /** Event loop: holds {@code c}'s flushes during drains (see the class comment). */
   void batchFlushes(HttpConnection c, ConnectionGuard.State state) {
-    if (!(c instanceof ConnectionBase)) return;
-    ChannelPipeline p = ((ConnectionBase) c).channelHandlerContext().pipeline();
-    if (p.get("handler") != null) p.addBefore("handler", "donkey-flush", new FlushHolder(state));
+    FlushHolder h = new FlushHolder(state);
+    h.gate = VertxInternals.gateFlushes(c, h);
   }
 
   /** Passes flushes on, except during a drain, where each connection's is held once. */
-  private final class FlushHolder extends ChannelOutboundHandlerAdapter {
+  private final class FlushHolder implements VertxInternals.FlushPolicy {
     final ConnectionGuard.State state;
-    private ChannelHandlerContext ctx;
+    VertxInternals.FlushGate gate;
     private boolean holding;
     long heldSince;
 
@@ -175,28 +172,19 @@ final class Outbox {
     }
 
     @Override
-    public void flush(ChannelHandlerContext ctx) {
-      if (!draining) {
-        ctx.flush();
-      } else if (!holding) {
+    public boolean hold() {
+      if (!draining) return false;
+      if (!holding) {
         holding = true;
         heldSince = System.nanoTime();
-        this.ctx = ctx;
         held.add(this);
       }
-    }
-
-    /** A close (Vert.x closes right after a last response) sends what is held first. */
-    @Override
-    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
-      if (holding) ctx.flush();
-      ctx.close(promise);
+      return true;
     }
 
     void release() {
       holding = false;
-      ctx.flush();
+      gate.release();
     }
   }
-
 }

@@ -79,11 +79,6 @@ final class ServerVerticle extends VerticleBase {
   private final ArrayDeque<Exchange> handoff = new ArrayDeque<>();
   private boolean handoffScheduled;
   private final Runnable flushHandoff = this::flushHandoff;
-  /**
-   * {@link #flushHandoff} yields the core only while the workers' tasks average less than
-   * this (wall time): about what a handler that neither computes much nor waits takes.
-   */
-  static final long YIELD_TASK_NANOS = 50_000;
   /** Whether {@link #flushHandoff} may yield the core: platform workers only (see there). */
   private final boolean yieldAfterHandOff;
   private EventLoop netty;
@@ -234,42 +229,30 @@ final class ServerVerticle extends VerticleBase {
 
   /**
    * Event loop: queues the iteration's batch and wakes a worker once it is all queued (woken
-   * for the first request, a worker can take the core from the loop and find that one alone:
-   * a virtual worker took batches a request or two at a time, 0.29 context switches per
-   * request against 0.03, on one core, 2026-11-25), then, when the workers are platform threads and
-   * their recent tasks were short ({@link #YIELD_TASK_NANOS}), gives the core up once
-   * ({@code sched_yield}) before the loop goes back to {@code epoll_wait}.
+   * for the first request, a worker can take the core from the loop and find that one alone),
+   * then, when the workers are platform threads and their recent tasks were short
+   * ({@link WorkerPool#SHORT_TASK_NANOS}), gives the core up once ({@code sched_yield}) before
+   * the loop goes back to {@code epoll_wait}.
    *
    * <p>Why: where a worker shares the loop's core, a loop that sleeps in {@code epoll_wait}
    * while the worker runs is woken by each arriving packet and preempts the worker, reads a
    * request or two and sleeps again: two context switches for a few requests. A loop that has
    * yielded is still runnable, so the packets only queue; it runs again when the worker parks
    * or its time slice ends, and then reads everything that arrived. Where no other thread wants
-   * the core the yield returns at once (one system call per batch, never a spin). Measured on
-   * one core, sync JSON, 2026-11-25: at a fixed 57k req/s, CPU per request 11.20, 11.55, 11.46
-   * us against 13.04, 12.19, 12.13 (three alternated runs), the loop sleeping 0.02 times per
-   * request instead of 0.23; at full load 98.8k and 97.4k req/s against 91.1k and 90.6k; p99
-   * at 60.6k req/s 3.62 ms (runs 3.62, 3.70, 3.26) against 4.95 (4.95, 9.09, 4.86). Not for
-   * virtual workers: their carriers are woken through the scheduler's own queue, and one of
-   * two alternated rounds lost 14% (74.9k against 87.1k; measured before the loop queued a
-   * whole batch before its one wake-up, and not since).
-   *
-   * <p>Only while tasks are short, because the yield's price is the worker's remaining run:
-   * until it parks or its slice ends, the loop's other connections wait (and Linux's EEVDF
-   * scheduler moves a yielding thread's deadline a slice later each time, so a loop that keeps
-   * handing work to a computing worker keeps yielding to it). Measured on one core with
-   * non-blocking requests at 20k req/s beside a sync handler that computes for 2 ms at 200
-   * req/s, twelve runs each, 2026-11-25: the non-blocking requests' p99 was 3.8-44.1 ms
-   * (median 14) with an unconditional yield against 2.2-49.3 ms (median 2.9) without; noisy,
-   * but nine of twelve runs over 5 ms against three. With the guard such a handler is never
-   * yielded to.
+   * the core the yield returns at once (one system call per batch, never a spin). Not for
+   * virtual workers, whose carriers are woken through the scheduler's own queue, which the
+   * yield does not reach. Only while tasks are short, because the yield's price is the
+   * worker's remaining run: until it parks or its slice ends, the loop's other connections
+   * wait, which a handler that computes for milliseconds would make long.
    */
   private void flushHandoff() {
     handoffScheduled = false;
     Exchange e;
     while ((e = handoff.poll()) != null) e.submit();
     workers.signal();
-    if (yieldAfterHandOff && workers.recentTaskNanos() < YIELD_TASK_NANOS) Thread.yield();
+    if (yieldAfterHandOff && workers.recentTaskNanos() < WorkerPool.SHORT_TASK_NANOS) {
+      Thread.yield();
+    }
   }
 
   /** The port this loop's server is bound to. */

@@ -4,9 +4,11 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.vertx.core.Context;
@@ -71,8 +73,22 @@ final class VertxInternals {
         : null;
   }
 
-  /** The channel's outbound buffer, or null when unknown or closed. Event loop. */
-  static ChannelOutboundBuffer outbound(HttpConnection c) {
+  /** Event loop: bytes written to {@code c} and not yet flushed to its socket (0 when unknown). */
+  static long pendingWriteBytes(HttpConnection c) {
+    ChannelOutboundBuffer out = outbound(c);
+    return out == null ? 0 : out.totalPendingWriteBytes();
+  }
+
+  /**
+   * Event loop: how far the message being written to {@code c}'s socket has got (a file is one
+   * message, which Vert.x counts as written when it hands it over); 0 when unknown.
+   */
+  static long writeProgress(HttpConnection c) {
+    ChannelOutboundBuffer out = outbound(c);
+    return out == null ? 0 : out.currentProgress();
+  }
+
+  private static ChannelOutboundBuffer outbound(HttpConnection c) {
     return c instanceof ConnectionBase
         ? ((ConnectionBase) c).channel().unsafe().outboundBuffer() : null;
   }
@@ -122,6 +138,64 @@ final class VertxInternals {
     if (p.get("handler") == null) return;
     base.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
     p.addBefore("handler", "donkey-half-close", new InputShutdown(onInputShutdown));
+  }
+
+  /**
+   * Decides, on the event loop, whether a connection's flush goes out now ({@link FlushGate}).
+   */
+  interface FlushPolicy {
+    /** True to hold this flush until {@link FlushGate#release}. */
+    boolean hold();
+  }
+
+  /**
+   * Event loop, at accept: routes {@code c}'s flushes through {@code policy}; returns the gate
+   * that releases a held one, or null when {@code c} has no pipeline the kernel knows of (its
+   * flushes then always go out).
+   */
+  static FlushGate gateFlushes(HttpConnection c, FlushPolicy policy) {
+    ChannelPipeline p = pipeline(c);
+    if (p == null || p.get("handler") == null) return null;
+    FlushGate g = new FlushGate(policy);
+    p.addBefore("handler", "donkey-flush", g);
+    return g;
+  }
+
+  /**
+   * A pipeline handler between Vert.x and the socket that lets flushes through unless its
+   * policy holds them; a close sends what is held first (Vert.x closes right after a last
+   * response). Event loop.
+   */
+  static final class FlushGate extends ChannelOutboundHandlerAdapter {
+    private final FlushPolicy policy;
+    private ChannelHandlerContext ctx;
+    private boolean holding;
+
+    FlushGate(FlushPolicy policy) {
+      this.policy = policy;
+    }
+
+    @Override
+    public void flush(ChannelHandlerContext ctx) {
+      if (policy.hold()) {
+        this.ctx = ctx;
+        holding = true;
+      } else {
+        ctx.flush();
+      }
+    }
+
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+      if (holding) ctx.flush();
+      ctx.close(promise);
+    }
+
+    /** Sends the held flush. */
+    void release() {
+      holding = false;
+      if (ctx != null) ctx.flush();
+    }
   }
 
   /** Reports the end of a connection's input; passes every other event on. */

@@ -24,10 +24,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Why not a {@code ThreadPoolExecutor}: its queue wakes a parked thread for every task that
  * finds others parked, and each woken thread wakes the next while tasks remain, so a batch of
  * fast requests spreads over dozens of threads that take turns on the same cores: two context
- * switches per request, which cost more than a small handler itself (measured: 0.7 switches per
- * request and 0.39 x raw Vert.x on JSON with 50 threads on one core). Here a task wakes a thread
- * only when fewer than {@code target} threads are running; running threads drain the queue and
- * park when it is empty.
+ * switches per request, which cost more than a small handler itself. Here a task wakes a
+ * thread only when fewer than {@code target} threads are running; running threads drain the
+ * queue and park when it is empty.
  *
  * <p>Blocking handlers are not serialized behind one another: a monitor thread looks at the
  * queue every {@code stallNanos}; when the task at its head has waited that long, it counts
@@ -50,8 +49,11 @@ import java.util.concurrent.locks.LockSupport;
  * <p>With a {@code maxQueued} bound, {@link #enqueueBounded} refuses a task once
  * {@code max + maxQueued} tasks are queued or running: the kernel answers such a request 503
  * at once rather than let it wait behind a backlog. Without one nothing is counted.
+ *
+ * <p>Public for donkey's own tests and benchmarks; it is the kernel's, with no compatibility
+ * promise outside it.
  */
-final class WorkerPool extends AbstractExecutorService {
+public final class WorkerPool extends AbstractExecutorService {
   private static final System.Logger LOG = System.getLogger("donkey");
   private static final int RUNNING = 0;
   private static final int SHUTDOWN = 1;
@@ -70,20 +72,26 @@ final class WorkerPool extends AbstractExecutorService {
   private final int target;
   private final long stallNanos;
   /**
-   * The monitor's tick, in stall periods, while nothing waits (an empty queue, no response
-   * waiting in an outbox, no flush carried) though workers run: nothing can be late then, and
-   * each timed wake-up costs the shared core about 20 us (8 s of the bench's sync JSON load:
-   * 6,905 wake-ups, 150 ms of CPU). A request queued meanwhile is looked at within this many
-   * periods instead of one.
+   * The monitor's tick, in stall periods, while nothing waits (an empty queue, nothing waiting
+   * to be handed back, no flush carried) though workers run: nothing can be late then, and each
+   * timed wake-up costs the shared core time. A request queued meanwhile is looked at within
+   * this many periods instead of one.
    */
   static final int QUIET_TICKS = 4;
+
+  /**
+   * Tasks that averaged under this (wall time, nanoseconds) are short: what a handler that
+   * neither computes much nor waits takes. An event loop may give its core to workers running
+   * such tasks ({@code ServerVerticle.flushHandoff}), never to ones that compute for long.
+   */
+  public static final long SHORT_TASK_NANOS = 50_000;
   private final long keepAliveNanos;
   private final ConcurrentLinkedQueue<Queued> queue = new ConcurrentLinkedQueue<>();
   /** Parked workers, most recently parked first (its stack and caches are warmest). */
   private final ConcurrentLinkedDeque<Worker> idle = new ConcurrentLinkedDeque<>();
   private final Set<Worker> workers = ConcurrentHashMap.newKeySet();
-  /** The event loops' outboxes: woken by a worker before it parks, or by the monitor. */
-  private final List<Outbox> outboxes = new CopyOnWriteArrayList<>();
+  /** Where finished work waits for the event loops: woken by a worker before it parks. */
+  private final List<HandBack> handBacks = new CopyOnWriteArrayList<>();
   /** Workers not parked: running a task, looking for one, or about to park. */
   private final AtomicInteger active = new AtomicInteger();
   /** Workers started and not exited. */
@@ -110,8 +118,8 @@ final class WorkerPool extends AbstractExecutorService {
    * @param keepAliveNanos how long an idle thread waits for work before it exits
    * @throws IllegalArgumentException when {@code max < 1}
    */
-  WorkerPool(String name, ThreadFactory factory, boolean virtual, int max, int target,
-             long stallNanos, long keepAliveNanos) {
+  public WorkerPool(String name, ThreadFactory factory, boolean virtual, int max, int target,
+                    long stallNanos, long keepAliveNanos) {
     this(name, factory, virtual, max, 0, 0, target, stallNanos, keepAliveNanos);
   }
 
@@ -122,8 +130,8 @@ final class WorkerPool extends AbstractExecutorService {
    * @param maxQueued tasks over {@code max} that {@link #enqueueBounded} lets wait (0 = no bound)
    * @throws IllegalArgumentException when {@code max < 1} or {@code maxQueued < 0}
    */
-  WorkerPool(String name, ThreadFactory factory, boolean virtual, int max, int min,
-             int maxQueued, int target, long stallNanos, long keepAliveNanos) {
+  public WorkerPool(String name, ThreadFactory factory, boolean virtual, int max, int min,
+                    int maxQueued, int target, long stallNanos, long keepAliveNanos) {
     if (max < 1) throw new IllegalArgumentException(":worker-threads must be >= 1, got " + max);
     if (maxQueued < 0) {
       throw new IllegalArgumentException(":max-queued-requests must be >= 0, got " + maxQueued);
@@ -143,8 +151,24 @@ final class WorkerPool extends AbstractExecutorService {
     monitor.start();
   }
 
+  /**
+   * Where workers leave finished work for another thread to pick up (an event loop's
+   * {@link Outbox}): the pool wakes it when a worker is about to park, and its monitor when
+   * what waits there is overdue. Any thread.
+   */
+  public interface HandBack {
+    /** Has the other thread pick up what waits, unless nothing does or it is already due to. */
+    void wake();
+
+    /** True when something has waited at least {@code nanos} without a wake. */
+    boolean overdue(long now, long nanos);
+
+    /** True when nothing waits. */
+    boolean quiet();
+  }
+
   /** A task that knows when it was queued (System.nanoTime()); others are stamped here. */
-  interface Queued extends Runnable {
+  public interface Queued extends Runnable {
     long queuedAt();
 
     /** A worker is about to run this task (called on that worker, {@code at} from nanoTime). */
@@ -191,7 +215,7 @@ final class WorkerPool extends AbstractExecutorService {
    *
    * @throws RejectedExecutionException after {@link #shutdown}
    */
-  void enqueue(Runnable task) {
+  public void enqueue(Runnable task) {
     if (task == null) throw new NullPointerException("task");
     if (state != RUNNING) throw new RejectedExecutionException(name + " is shut down");
     if (pending != null) pending.incrementAndGet();
@@ -204,7 +228,7 @@ final class WorkerPool extends AbstractExecutorService {
    *
    * @throws RejectedExecutionException over the bound, or after {@link #shutdown}
    */
-  void enqueueBounded(Runnable task) {
+  public void enqueueBounded(Runnable task) {
     AtomicInteger p = pending;
     if (p == null) {
       enqueue(task);
@@ -230,29 +254,39 @@ final class WorkerPool extends AbstractExecutorService {
    * by whoever made the pool, after the constructor (a constructor does not start threads that
    * could see it half-made).
    */
-  void prestart() {
+  public void prestart() {
     for (int i = threads.get(); i < min; i++) {
       if (!startWorker()) return;
     }
   }
 
   /** Wakes or starts a thread when fewer than {@code target} are running: after {@link #enqueue}. */
-  void signal() {
+  public void signal() {
     if (active.get() < target) wakeOne();
   }
 
   /**
-   * Registers an event loop's outbox: a worker wakes every registered outbox that holds
-   * responses before it parks, and the monitor wakes one whose oldest response has waited a
-   * stall period (its worker went on to a slow task). Called once per loop at start.
+   * Registers where an event loop picks up finished work: a worker wakes every registered one
+   * before it parks, and the monitor wakes one whose oldest item has waited a stall period (its
+   * worker went on to a slow task). Called once per loop at start.
    */
-  void register(Outbox o) {
-    outboxes.add(o);
+  public void register(HandBack h) {
+    handBacks.add(h);
   }
 
   /** True when the workers are virtual threads. */
-  boolean virtual() {
+  public boolean virtual() {
     return virtual;
+  }
+
+  /** Workers started and not exited. */
+  public int threadCount() {
+    return threads.get();
+  }
+
+  /** True while the monitor thread rests: no worker runs and nothing is queued. */
+  public boolean monitorResting() {
+    return monitorParked;
   }
 
   /**
@@ -260,7 +294,7 @@ final class WorkerPool extends AbstractExecutorService {
    * handler waiting on I/O counts its wait), in nanoseconds; 0 before the first task, and
    * always 0 for virtual workers (nothing reads it for them: the loop does not yield to them).
    */
-  long recentTaskNanos() {
+  public long recentTaskNanos() {
     return taskNanos.get();
   }
 
@@ -268,7 +302,7 @@ final class WorkerPool extends AbstractExecutorService {
   private static final ThreadLocal<WorkerPool> CURRENT = new ThreadLocal<>();
 
   /** True when the calling thread is one of this pool's workers. */
-  boolean isWorkerThread() {
+  public boolean isWorkerThread() {
     return CURRENT.get() == this;
   }
 
@@ -351,7 +385,7 @@ final class WorkerPool extends AbstractExecutorService {
             continue;
           }
           if (state != RUNNING) {
-            for (Outbox o : outboxes) o.wake();
+            for (HandBack h : handBacks) h.wake();
             active.decrementAndGet();
             return;
           }
@@ -377,7 +411,7 @@ final class WorkerPool extends AbstractExecutorService {
      *     longer counted as active)
      */
     private boolean park() {
-      for (Outbox o : outboxes) o.wake();
+      for (HandBack h : handBacks) h.wake();
       permit = false;
       idle.addFirst(this);
       active.decrementAndGet();
@@ -405,16 +439,9 @@ final class WorkerPool extends AbstractExecutorService {
         if (state != STOP) Thread.interrupted();
       }
       // A platform worker takes its work at once: the loop queues its whole batch before it
-      // wakes one (ServerVerticle.flushHandoff), so there is no rest of a batch to wait for,
-      // and a yield here only handed the core back to a loop that then yielded it again
-      // (two context switches per batch). Measured on one core, 2026-11-25, three alternated
-      // pairs: sync JSON 157.4k against 154.1k req/s (median), 0.018 switches per request
-      // against 0.024, p50 1.14 against 1.44 ms; pipelined plaintext 493k and 496k against
-      // 461k and 473k.
-      // A virtual worker still yields, which resubmits it to the scheduler: without it, two
-      // alternated pairs served 138.6k and 134.7k JSON req/s against 143.8k and 144.3k.
-      // (Before the loop queued whole batches the yield was what let it finish one: a virtual
-      // worker without it took the batch a request or two at a time.)
+      // wakes one (ServerVerticle.flushHandoff), so there is no rest of a batch to wait for.
+      // A virtual worker yields first, which resubmits it to the scheduler behind the loop's
+      // carrier work (make bench: sync JSON on virtual threads is faster with it).
       if (virtual) Thread.yield();
       return true;
     }
@@ -447,15 +474,14 @@ final class WorkerPool extends AbstractExecutorService {
       LockSupport.parkNanos(this, nextTick);
       long now = System.nanoTime();
       boolean quiet = true;
-      for (Outbox o : outboxes) {
-        if (o.overdue(now, stallNanos)) o.wake();
-        quiet &= o.quiet();
+      for (HandBack h : handBacks) {
+        if (h.overdue(now, stallNanos)) h.wake();
+        quiet &= h.quiet();
       }
       Queued head = queue.peek();
       nextTick = quiet && head == null ? QUIET_TICKS * stallNanos : stallNanos;
       // (At max with none idle no thread can be woken, so the running ones are not looked at:
-      // asking the OS costs a few microseconds a thread, every tick, and 20 workers blocked
-      // in socket reads behind a late queue kept this loop at 23-25% of a core before.)
+      // asking the OS costs a few microseconds a thread, every tick.)
       if (head != null && now - head.queuedAt() >= stallNanos
           && (threads.get() < max || !idle.isEmpty())) {
         // Requests are late. Threads help only if some of the running ones are stuck in a task
@@ -483,10 +509,9 @@ final class WorkerPool extends AbstractExecutorService {
    * Monitor thread: true when {@code w} has been in its task for at least a stall period and
    * was seen {@link #blocked} at two looks, this one and an earlier one, in that same task. A
    * single look also catches a thread that only paused for a moment (a short sleep or lock
-   * wait in the handler, a page fault, a GC safepoint) and would wake a thread for it:
-   * handlers that each slept 0.3 ms between two 1.5 ms spins grew the pool past cores + 2 in
-   * 2 of 5 runs judged on one look, in none of 10 on two (2 cores; the test that holds it).
-   * The price: a really blocked worker gets company one tick later.
+   * wait in the handler, a page fault, a GC safepoint) and would wake a thread for it (a test
+   * in workers_test holds this). The price: a really blocked worker gets company one tick
+   * later.
    */
   private boolean stuck(Worker w, long now) {
     long t = w.taskStart;
@@ -503,17 +528,15 @@ final class WorkerPool extends AbstractExecutorService {
    * Monitor thread: true when {@code w}, long in its task, is blocked rather than waiting for a
    * core. Only a blocked thread frees its core, so only then does another thread help; a thread
    * that is merely preempted (on a saturated core the loop, the JIT and the other workers
-   * take turns with it for milliseconds at a time) looks just as late, and counting it as stuck
-   * woke a thread per tick under load: 5 s of the bench's JSON load on one core (handlers that
-   * never block) grew the pool to 27 threads taking turns on it ({@code jcmd Thread.print}).
-   * For a platform thread on Linux the OS's own run state decides ({@link OsThreads.Stat}):
-   * running or runnable is not blocked, asleep in the kernel (parked, sleeping, waiting for a
-   * lock, or in a socket read) is. Not Java's {@link Thread#getState}: a thread woken from a
-   * park or a lock keeps its WAITING or BLOCKED state until it gets a core and runs, so on
-   * saturated cores a thread that only waits for a core looked blocked for milliseconds, and a
-   * pool of handlers that each slept 0.3 ms grew to 6 threads on 2 cores (a test now holds
-   * it); and a RUNNABLE one may be in native I/O. Where the OS cannot be asked, every such
-   * thread counts as blocked. A virtual thread is blocked when it is not RUNNABLE: unparking
+   * take turns with it for milliseconds at a time) looks just as late, and counting it as
+   * stuck would wake a thread per tick under load, all taking turns on the same cores. For a
+   * platform thread on Linux the OS's own run state decides ({@link OsThreads.Stat}): running
+   * or runnable is not blocked, asleep in the kernel (parked, sleeping, waiting for a lock, or
+   * in a socket read) is. Not Java's {@link Thread#getState}: a thread woken from a park or a
+   * lock keeps its WAITING or BLOCKED state until it gets a core and runs, so on saturated
+   * cores a thread that only waits for a core would look blocked for milliseconds; and a
+   * RUNNABLE one may be in native I/O. Where the OS cannot be asked, every such thread counts
+   * as blocked. A virtual thread is blocked when it is not RUNNABLE: unparking
    * one makes it RUNNABLE at once, mounted or waiting for a carrier, and its blocking I/O
    * parks it.
    */
