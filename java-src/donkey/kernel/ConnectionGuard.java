@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * timeouts are checked by a sweep every {@link #sweepPeriodMs} rather than a timer per
  * request, which would cost more than the rest of a small request's bookkeeping; the idle
  * check in particular replaces Netty's IdleStateHandler, which costs a promise and a listener
- * on every write (16% of pipelined plaintext throughput, measured).
+ * on every write (make bench: pipelined plaintext).
  *
  * <p>Threading: every method runs on the owning event loop, except that {@link #open} is
  * shared between loops (atomic).
@@ -31,9 +31,9 @@ final class ConnectionGuard {
   private static final System.Logger LOG = System.getLogger("donkey");
 
   /**
-   * A time not read yet: set on the request path instead of {@code System.nanoTime()} (two
-   * clock reads per request were 2% of the loop's time on pipelined plaintext, measured with
-   * perf), and replaced by the time of the first sweep that sees it. A timeout thus counts from
+   * A time not read yet: set on the request path instead of {@code System.nanoTime()} (a clock
+   * read per request shows on pipelined plaintext), and replaced by the time of the first sweep
+   * that sees it. A timeout thus counts from
    * up to one sweep period after the event, never before it: it fires between its limit and
    * that plus two sweep periods (a sweep period is at most a quarter of the shortest timeout).
    */
@@ -157,15 +157,13 @@ final class ConnectionGuard {
    * A request head arrived on {@code c}; returns its state (null when untracked). Only for a
    * connection whose requests do not come through the per-connection handler
    * {@link ServerVerticle} installs at accept, which has the state at hand: this identity
-   * look-up was 7% of the event loop's samples on pipelined plaintext (JFR: the self time of
-   * {@code IdentityHashMap.get}, with its identity hash of a connection object that Vert.x
-   * synchronizes on all the time).
+   * look-up (the identity hash of a connection object Vert.x synchronizes on all the time) is
+   * expensive per request.
    *
    * <p>A plain look-up, on purpose without a last-connection shortcut: that branch is hardly
    * ever taken with one request per connection in flight, so the JIT compiles it out of the
    * request path, and the first time it is taken (two requests in a row from one connection)
-   * the whole compiled read path is thrown away and compiled again on the loop's core (0.2 s
-   * of C2 time in the middle of a measured run, JFR {@code jdk.Deoptimization}).
+   * the whole compiled read path is thrown away and compiled again on the loop's core.
    */
   State requestStarted(HttpConnection c) {
     return connections.get(c);

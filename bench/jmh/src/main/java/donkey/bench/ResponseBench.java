@@ -22,8 +22,8 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Writing a response, and the whole per-request path of the Ring layer, without a socket
- * (issue 4): what donkey adds per request on top of what raw Vert.x does, in ns and bytes.
+ * Writing a response, and the whole per-request path of the Ring layer, without a socket:
+ * what donkey adds per request on top of what raw Vert.x does, in ns and bytes.
  *
  * <ul>
  *   <li>{@code write_*}: the TechEmpower plaintext and JSON responses written into a
@@ -39,7 +39,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * </ul>
  *
  * <p>The difference of a donkey benchmark and its raw twin is the Ring layer's cost per
- * request (issue 4's target: at most 1 KiB allocated).
+ * request (the project's target: at most 1 KiB allocated).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)

@@ -25,7 +25,7 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The kernel's own per-request path on the event loop, socket excepted, as the server runs it
- * for the bench's non-blocking plaintext and JSON routes (issue 4): what {@code ServerVerticle}
+ * for the bench's non-blocking plaintext and JSON routes: what {@code ServerVerticle}
  * does with a request head ({@link Exchange#start}: the framing look-ups, the route table, the
  * Ring request map, the 3-arity handler and its {@code respond}, the response written, the
  * connection's bookkeeping), against {@code exchange_raw} and {@code exchange_rawJson}, what
