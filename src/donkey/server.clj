@@ -2,7 +2,8 @@
   "Start and stop a donkey HTTP server: a drop-in for `ring.adapter.jetty/run-jetty`.
 
   The whole per-request path runs in the Java kernel (`donkey.kernel.*`, `donkey.ring.*`);
-  this namespace validates options once, at start-up, and gets out of the way."
+  this namespace has the options checked once, at start-up (by `donkey.options`), and gets out
+  of the way."
   (:require [donkey.options :as options :refer [fail]]
             [donkey.routes :as routes])
   (:import (clojure.lang IFn)
