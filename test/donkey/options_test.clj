@@ -1,8 +1,10 @@
 (ns donkey.options-test
   "ring-jetty's and http-kit's options: supported, aliases, refused, and the ones that change the
-  worker pool, the Server header, the response buffer and the server's threads. Real servers on
-  :port 0."
-  (:require [clojure.test :refer [deftest is testing]]
+  worker pool, the Server header, the response buffer and the server's threads; and the option
+  table, against ServerConfig, the docstring and the README. Real servers on :port 0."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.options :as options]
             [donkey.server :as server]
             [donkey.test-util :as u :refer [with-server GET raw]])
   (:import (donkey.kernel Server ServerConfig)
@@ -412,3 +414,126 @@
       (is (= :running (server/status s)))
       (binding [u/*port* (server/port s)]
         (is (= 200 (:status (GET "/"))))))))
+
+;; ---- the option table --------------------------------------------------------------------
+
+(def ^:private non-options
+  "ServerConfig's fields that no option sets: run-server fills them from its handler argument
+  and from ring-core."
+  #{"handler" "router" "notFound" "errorHandler" "streamableWriter" "streamablePred"})
+
+(defn- field-values
+  "The value of every public field of `c`."
+  [^ServerConfig c]
+  (into {} (for [^java.lang.reflect.Field f (.getFields ServerConfig)]
+             [(.getName f) (.get f c)])))
+
+(defn- option-values
+  "The value of every field of `c` an option sets."
+  [^ServerConfig c]
+  (apply dissoc (field-values c) non-options))
+
+(deftest every-option-has-a-default-a-check-and-a-place
+  (let [fresh (ServerConfig.)]
+    (doseq [{k :key :keys [check to doc] :as e} options/table]
+      (testing k
+        (is (some? check) "a check")
+        (is (or (some? to) (= :join? k)) "a field, but for :join?, which run-server reads")
+        (is (not (str/blank? doc)) "a meaning")
+        (let [v (#'options/default-of e fresh)]
+          (is (or (some? v) (= :async-timeout-handler k)) "a default")
+          (is (nil? (#'options/problem check v {:worker-threads (.workerThreads fresh)}))
+              (str "the default " (pr-str v) " passes the check")))))
+    (testing "an :int bound naming an option names one checked before it"
+      (doseq [[i {:keys [check]}] (map-indexed vector options/table)
+              :let [[kind _ hi] (when (vector? check) check)]
+              :when (and (= :int kind) (keyword? hi))]
+        (is (< -1 (.indexOf ^java.util.List (mapv :key options/table) hi) i))))
+    (testing "each option once, each field once"
+      (is (apply distinct? (map :key options/table)))
+      (is (apply distinct? (keep (comp :field :to) options/table))))
+    (testing "every field of ServerConfig is an option's, or filled from the handler"
+      (is (= (set (keys (field-values fresh)))
+             (into non-options (keep (comp :field :to) options/table)))))
+    (testing "the event-loop default is the docs' one per core"
+      (is (= (.availableProcessors (Runtime/getRuntime)) (.eventLoops fresh))))))
+
+(deftest no-options-leave-the-defaults-as-they-are
+  (let [defaults (option-values (ServerConfig.))]
+    (is (= defaults (option-values (cfg {}))))
+    (is (= defaults (option-values (cfg nil))))
+    (is (= defaults (option-values (cfg (zipmap (remove #{:server-header} (map :key options/table))
+                                                (repeat nil)))))
+        "nil is the default")
+    (is (= (assoc defaults "serverHeader" nil) (option-values (cfg {:server-header nil})))
+        "but for :server-header, where nil is the value")))
+
+(deftest unknown-options-are-ignored
+  (is (= (option-values (cfg {})) (option-values (cfg {:no-such-option 1 "port" 8080 :pool-opts nil}))))
+  (is (nil? (refusal {:no-such-option 1})))
+  (testing "as are the ones accepted without effect, whatever their value"
+    (is (= (option-values (cfg {})) (option-values (cfg (zipmap options/without-effect (repeat "x"))))))))
+
+(deftest every-option-refuses-a-bad-value-naming-itself
+  (doseq [{k :key [kind lo] :check} (map #(update % :check (fn [c] (if (vector? c) c [c]))) options/table)
+          :when (not= :any kind)
+          :let [bad (case kind :int "1" :boolean "yes" (:string :string-or-nil) 1 :fn-or-nil "fn")]]
+    (testing k
+      (is (re-find (re-pattern (str "^donkey\\.server/run-server: " (java.util.regex.Pattern/quote (str k))
+                                    " must be .*, got " (java.util.regex.Pattern/quote (pr-str bad)) "$"))
+                   (str (refusal {k bad}))))
+      (when (and (= :int kind) (> lo Long/MIN_VALUE))
+        (is (re-find (re-pattern (str (java.util.regex.Pattern/quote (str k)) " must be an integer in "
+                                      lo "\\.\\."))
+                     (str (refusal {k (dec lo)}))))))))
+
+(deftest every-name-has-one-role
+  (let [option-keys (map :key options/table)
+        alias-keys (map first (mapcat :aliases options/table))
+        all (concat option-keys alias-keys (keys options/refused) options/without-effect)]
+    (is (apply distinct? all)
+        (str "named twice: " (vec (for [[k n] (frequencies all) :when (< 1 n)] k))))))
+
+(deftest the-docstring-lists-the-table
+  (let [lines (str/split-lines (:doc (meta #'server/run-server)))
+        entries (keep #(re-find #"^    (:\S+) +(.*)$" %) lines)]
+    (is (= (map :key options/table) (map (comp keyword #(subs % 1) second) entries)))
+    (doseq [{k :key :as e} options/table]
+      (is (str/includes? (str/join " " (map str/trim lines))
+                         (str "(default " (options/default-text e) ")"))
+          (str k)))
+    (is (every? #(<= (count %) 96) lines) "lines fit (doc run-server)")))
+
+(defn- readme-section [title]
+  (let [readme (slurp "README.md")
+        start (str/index-of readme (str "\n## " title "\n"))
+        end (str/index-of readme "\n## " (inc start))]
+    (subs readme start end)))
+
+(deftest the-readme-options-table-lists-the-table
+  (let [rows (re-seq #"(?m)^\| `(:[^`]+)` \| ([^|]+) \|" (readme-section "Options"))]
+    (is (= (map :key options/table) (map (comp keyword #(subs % 1) second) rows)))
+    (doseq [[[_ _ cell] e] (map vector rows options/table)
+            :let [cell (str/replace (str/trim cell) "`" "")
+                  default (options/default-text e)]]
+      (is (or (= cell default) (str/starts-with? cell (str default " ")))
+          (str (:key e) ": the README says " cell ", the table " default)))))
+
+(deftest the-readme-migration-tables-know-every-other-name
+  (let [rows (filter #(str/starts-with? % "|")
+                     (str/split-lines (str (readme-section "Migrating from ring-jetty")
+                                           (readme-section "Migrating from http-kit"))))
+        row-of (fn [k] (first (filter #(str/includes? % (str "`" k "`")) rows)))]
+    (doseq [{k :key as :aliases} options/table
+            [alias] as]
+      (is (some-> (row-of alias) (str/includes? (str "`" k))) (str alias " is given as " k)))
+    (doseq [k (keys options/refused)]
+      (is (some-> (row-of k) (str/includes? "refused")) (str k " is given as refused")))
+    (doseq [k options/without-effect]
+      (is (some-> (row-of k) (str/includes? "no effect")) (str k " is given as without effect")))))
+
+(deftest the-options-namespace-has-no-reflection
+  (let [err (java.io.StringWriter.)]
+    (binding [*err* err *warn-on-reflection* true]
+      (require 'donkey.options :reload))
+    (is (not (re-find #"Reflection warning" (str err))) (str err))))

@@ -92,7 +92,15 @@ public final class Server extends AFn implements Closeable {
   /**
    * Starts a server and returns once its socket is bound.
    *
-   * @throws IllegalArgumentException for an invalid configuration
+   * <p>The option values are checked once, by {@code donkey.server/run-server}, against the
+   * table in {@code donkey.options}, which names the option (or the alias) a bad value came
+   * from; they are not checked again here. What else gets here is a {@link ServerConfig} a Java
+   * caller filled itself, whose typed fields can only be out of range: a port over 65535 fails
+   * to bind (IllegalStateException), a negative one binds a free port as 0 does, and fewer
+   * than one event loop or worker thread is Vert.x's or the pool's IllegalArgumentException,
+   * thrown before any thread is started.
+   *
+   * @throws IllegalArgumentException when there is no handler or route table
    * @throws IllegalStateException when the server cannot start (port in use, bad host, no
    *     virtual threads on this JVM); everything started so far is released first
    */
@@ -100,19 +108,11 @@ public final class Server extends AFn implements Closeable {
     if (config.handler == null && config.router == null) {
       throw new IllegalArgumentException("no handler or route table given");
     }
-    if (config.port < 0 || config.port > 65535) {
-      throw new IllegalArgumentException(":port must be in 0..65535, got " + config.port);
-    }
-    if (config.eventLoops < 1) {
-      throw new IllegalArgumentException(":event-loops must be >= 1, got " + config.eventLoops);
-    }
     // (route handlers are linked when their Route is made)
     Route.linkForInlining(config.handler);
     Route.linkForInlining(config.notFound);
     Route.linkForInlining(config.errorHandler);
-    WorkerPool workers = config.virtualThreads ? Workers.virtual(config.threadIdleTimeoutMs)
-        : Workers.platform(config.workerThreads, config.minThreads, config.threadIdleTimeoutMs,
-            config.maxQueuedRequests);
+    // before the worker pool, which may start threads: this is what throws for eventLoops < 1
     VertxOptions vertxOptions = new VertxOptions()
         .setEventLoopPoolSize(config.eventLoops)
         .setFileSystemOptions(new FileSystemOptions()
@@ -121,6 +121,9 @@ public final class Server extends AFn implements Closeable {
     // Vert.x's event-loop and acceptor threads are not daemon threads by default, so a running
     // server keeps the JVM alive (as Jetty's do); the workers and the watchdog always are.
     if (config.daemon) vertxOptions.setUseDaemonThread(Boolean.TRUE);
+    WorkerPool workers = config.virtualThreads ? Workers.virtual(config.threadIdleTimeoutMs)
+        : Workers.platform(config.workerThreads, config.minThreads, config.threadIdleTimeoutMs,
+            config.maxQueuedRequests);
     Vertx vertx;
     try {
       vertx = Vertx.vertx(vertxOptions);

@@ -6,6 +6,10 @@ import clojure.lang.IFn;
  * Start-up configuration of a {@link Server}. Built once by {@code donkey.server/run-server}
  * after it has validated the user's options; the kernel only reads it afterwards.
  *
+ * <p>The field initialisers are the defaults of run-server's options, and the only place they
+ * are written: the option table ({@code donkey.options}) reads them from a fresh instance, and
+ * Java code that fills one itself (the JMH benches) gets the same sane values.
+ *
  * <p>Threading: filled on the caller's thread before {@link Server#start}; read-only from then
  * on, and safely published to the event loops by the deployment itself.
  */
@@ -26,7 +30,7 @@ public final class ServerConfig {
   public String host = "0.0.0.0";
   public int port = 80;
   /** Event loops, one server verticle each. */
-  public int eventLoops = Math.max(1, Runtime.getRuntime().availableProcessors());
+  public int eventLoops = Runtime.getRuntime().availableProcessors();
   /** Platform threads that run sync handlers. */
   public int workerThreads = 50;
   /**

@@ -1,0 +1,338 @@
+(ns donkey.options
+  "The options of `donkey.server/run-server`, defined once: a table of every option (its
+  default, its check, the `ServerConfig` field it sets, the names other servers give it and
+  its meaning), beside the options refused and the ones accepted without effect, and the walk
+  that checks an option map and fills a `ServerConfig` from it. Internal to donkey: nothing
+  here is public API."
+  {:no-doc true}
+  (:require [clojure.string :as str])
+  (:import (donkey.kernel ServerConfig)))
+
+(set! *warn-on-reflection* true)
+
+(defn fail
+  "Throws the IllegalArgumentException run-server throws for a bad argument."
+  [msg]
+  (throw (IllegalArgumentException. (str "donkey.server/run-server: " msg))))
+
+(defmacro ^:private field
+  "Where an option goes: the `ServerConfig` field `f`, as `:get`, which reads it (its
+  initialiser is the option's default), and `:set`, which stores a checked value converted to
+  the field's type. A field that does not exist fails when this namespace compiles."
+  [f]
+  (let [type (.getType (.getField ServerConfig (name f)))
+        access (symbol (str "-" f))
+        cfg (with-meta (gensym "cfg") {:tag `ServerConfig})
+        v (gensym "v")]
+    {:field (name f)
+     :get `(fn [~cfg] (. ~cfg ~access))
+     :set `(fn [~cfg ~v]
+             (set! (. ~cfg ~access) ~(condp = type
+                                       Integer/TYPE `(int ~v)
+                                       Long/TYPE `(long ~v)
+                                       Boolean/TYPE `(boolean ~v)
+                                       v)))}))
+
+(declare must-be)
+
+(defn- boolean-alias
+  "The value of the boolean alias `k`, checked as its option would be."
+  [k v]
+  (must-be k :boolean v nil)
+  v)
+
+;; Alias conversions, (fn [alias value]) => the option's value, or ::none when that value of the
+;; alias sets nothing.
+
+(defn- unless-minus-1
+  "ring-jetty's :selector-threads -1 leaves the choice to the server."
+  [_ v]
+  (if (= -1 v) ::none v))
+
+(defn- server-version
+  "ring-jetty's :send-server-version? false sends no Server header; true leaves :server-header
+  in charge."
+  [k v]
+  (if (boolean-alias k v) ::none nil))
+
+(defn- allow-virtual
+  "http-kit's :allow-virtual? true runs handlers on virtual threads where the JVM has them;
+  false asks for nothing donkey would not do anyway."
+  [k v]
+  (if (and (boolean-alias k v) (>= (.feature (Runtime/version)) 21)) true ::none))
+
+(def table
+  "Every option of run-server, in the order its docstring and the README list them:
+    :key      the option
+    :to       where it goes: a `ServerConfig` field (see `field`), or nil for :join?, which
+              run-server reads itself
+    :default  only for an option without a field. The others' defaults are the field
+              initialisers of `ServerConfig`, read from a fresh one, so that they are written
+              once and Java code that builds a `ServerConfig` itself (the JMH benches) gets
+              the same values
+    :check    what a value must be, default included (see `problem`)
+    :nil      :kept when a nil value is the value; otherwise nil means the default
+    :aliases  [[name convert] ...]: ring-jetty's and http-kit's names for it; `convert`
+              (default: the value as it is) is one of the alias conversions above
+    :doc      its meaning, for run-server's docstring
+    :default-doc how the docs give the default, when its value (machine-dependent) cannot"
+  [{:key :port :to (field port) :check [:int 0 65535]
+    :doc "port to listen on; 0 picks a free one"}
+   {:key :host :to (field host) :check :string :aliases [[:ip]]
+    :doc "address to bind"}
+   ;; read by truthiness, as ring-jetty reads it: {:join? nil} returns at once there too
+   {:key :join? :default true :check :any :nil :kept
+    :doc "block the calling thread until the server stops"}
+   {:key :async? :to (field async) :check :boolean :aliases [[:ring-async?]]
+    :doc "the handler is a 3-arity async handler"}
+   {:key :event-loops :to (field eventLoops) :check [:int 1 1024]
+    :aliases [[:selector-threads unless-minus-1]] :default-doc "one per core"
+    :doc "event loops, one server each"}
+   {:key :worker-threads :to (field workerThreads) :check [:int 1 100000]
+    :aliases [[:max-threads] [:thread] [:n-threads] [:n-max-threads]]
+    :doc (str "most threads that run sync handlers. As many as there are cores run while "
+              "handlers keep up; more start once queued requests wait 1 ms behind handlers "
+              "that block")}
+   {:key :min-threads :to (field minThreads) :check [:int 0 :worker-threads]
+    :aliases [[:n-min-threads]]
+    :doc "worker threads started with the server and kept while idle"}
+   {:key :thread-idle-timeout :to (field threadIdleTimeoutMs) :check [:int 1 Long/MAX_VALUE]
+    :doc "ms a worker thread above :min-threads waits for work before it exits"}
+   {:key :max-queued-requests :to (field maxQueuedRequests) :check [:int 0 Integer/MAX_VALUE]
+    :aliases [[:queue-size]]
+    :doc (str "sync requests that may wait for a worker once :worker-threads are busy; more "
+              "get 503 at once; 0 for no bound. No effect with :virtual-threads?")}
+   {:key :virtual-threads? :to (field virtualThreads) :check :boolean
+    :aliases [[:allow-virtual? allow-virtual]]
+    :doc (str "run sync handlers on virtual threads (reused, no limit on their number); needs "
+              "Java 21+ and fails at start-up on an older JVM")}
+   {:key :daemon? :to (field daemon) :check :boolean
+    :doc "the server's threads do not keep the JVM alive"}
+   {:key :max-body-size :to (field maxBodySize) :check [:int 0 Long/MAX_VALUE]
+    :aliases [[:max-body]]
+    :doc (str "largest request body in bytes; larger gets 413. A sync handler reads its :body "
+              "as it arrives, with flow control; an async one gets it after it has arrived "
+              "whole")}
+   {:key :max-initial-line-length :to (field maxInitialLineLength)
+    :check [:int 256 Integer/MAX_VALUE] :aliases [[:max-line]]
+    :doc "longest request line; longer gets 414"}
+   {:key :max-header-size :to (field maxHeaderSize) :check [:int 256 Integer/MAX_VALUE]
+    :aliases [[:request-header-size]]
+    :doc "largest header section; larger gets 431"}
+   {:key :idle-timeout :to (field idleTimeoutMs) :check [:int 0 Integer/MAX_VALUE]
+    :aliases [[:max-idle-time]]
+    :doc (str "ms a connection may go without a byte moving either way before it is closed: "
+              "between requests, or while a response waits on a client that stopped reading "
+              "(which frees the thread writing it); checked within a second or a quarter of "
+              "it; 0 for none")}
+   {:key :request-timeout :to (field requestTimeoutMs) :check [:int 0 Long/MAX_VALUE]
+    :doc (str "ms a handler has to answer before the client gets 503; its late answer is "
+              "dropped and logged, its thread not interrupted; 0 for no limit. The timeouts "
+              "are checked by a sweep every quarter of the shortest one (50 ms to 1 s) and "
+              "fire at their limit at the earliest, up to two sweep periods after it")}
+   {:key :async-timeout :to (field asyncTimeoutMs) :check [:int -1 Long/MAX_VALUE]
+    :doc (str "ms an async (non-blocking) handler has to answer; 0 for no limit; -1: the "
+              "same as :request-timeout")}
+   {:key :async-timeout-handler :to (field asyncTimeoutHandler)
+    :check [:fn-or-nil "(fn [request respond raise])"]
+    :doc (str "(fn [request respond raise]), called on the event loop when an async handler "
+              "has not answered in time, answers instead of the 503 (Ring 1.9's option)")}
+   {:key :shutdown-timeout :to (field shutdownTimeoutMs) :check [:int 0 Long/MAX_VALUE]
+    :doc "ms `stop` waits for in-flight requests"}
+   {:key :shutdown-hook? :to (field shutdownHook) :check :boolean
+    :doc "register a JVM shutdown hook that stops the server, draining it, on SIGTERM"}
+   {:key :max-connections :to (field maxConnections) :check [:int 0 Integer/MAX_VALUE]
+    :doc (str "open connections over this are closed as soon as accepted (refused, not "
+              "queued); 0 for no limit")}
+   {:key :header-timeout :to (field headerTimeoutMs) :check [:int 0 Long/MAX_VALUE]
+    :doc (str "ms a connection has to deliver each complete request head after opening or "
+              "after its previous response, else it is closed (slowloris defence; also bounds "
+              "idle keep-alive)")}
+   {:key :body-timeout :to (field bodyTimeoutMs) :check [:int 0 Long/MAX_VALUE]
+    :doc "ms a sync handler's body read waits for more bytes before it throws IOException"}
+   {:key :blocked-warning :to (field blockedWarningMs) :check [:int 0 Long/MAX_VALUE]
+    :doc (str "ms after which a non-blocking handler still holding its event loop is logged, "
+              "naming the route; 0 for none")}
+   {:key :server-header :to (field serverHeader) :check :string-or-nil :nil :kept
+    :aliases [[:send-server-version? server-version]]
+    :doc "value of the Server header, nil for none"}
+   {:key :send-date-header? :to (field sendDateHeader) :check :boolean
+    :doc "false: no Date header on any response"}
+   {:key :output-buffer-size :to (field outputBufferSize) :check [:int 1 (* 64 1024 1024)]
+    :doc (str "bytes a streamed body (InputStream, seq, StreamableResponseBody) buffers before "
+              "it is sent; one that fits gets a Content-Length, a longer one is chunked")}
+   {:key :trust-forwarded-for? :to (field trustForwardedFor) :check :boolean
+    :aliases [[:legacy-unsafe-remote-addr?]]
+    :doc (str "take :remote-addr from X-Forwarded-For when present, not from the socket "
+              "peer; only behind a proxy you trust")}])
+
+(def refused
+  "Options of ring-jetty, http-kit and ring-jetty9-adapter that ask for something donkey does
+  not do, as option -> [reason ok?]: a value `ok?` accepts (default nil or false: not asked
+  for) passes. Ignoring them would surprise, serving plaintext to someone who asked for TLS,
+  say; options whose absence only changes tuning are accepted instead (see `without-effect`)."
+  (let [tls "donkey does not do TLS yet; terminate TLS in a proxy in front of it"
+        ws "donkey does not do WebSockets yet"
+        listen (str "donkey listens on a TCP :host and :port only (no Unix domain sockets or "
+                    "custom channels)")
+        pool (str "donkey runs sync handlers on a pool of its own; size it with "
+                  ":worker-threads, or use :virtual-threads? true")
+        logs (str "donkey logs through System.Logger (logger \"donkey\"); route that to your "
+                  "logging library with its JUL bridge instead")]
+    {:ssl? [tls] :ssl-port [tls] :ssl-context [tls] :keystore [tls] :keystore-type [tls]
+     :key-password [tls] :keystore-scan-interval [tls] :truststore [tls] :trust-password [tls]
+     :client-auth [tls] :sni-host-check? [tls] :exclude-ciphers [tls] :exclude-protocols [tls]
+     :replace-exclude-ciphers? [tls] :replace-exclude-protocols? [tls]
+     :http? ["donkey does not do TLS yet, so it cannot serve HTTPS only" #(not (false? %))]
+     :h2? ["donkey does not do HTTP/2 yet"] :h2c? ["donkey does not do HTTP/2 yet"]
+     :websockets [ws] :ws-idle-timeout [ws] :ws-max-text-size [ws] :ws-max-binary-size [ws]
+     :max-ws [ws]
+     :unix-socket [listen] :address-finder [listen] :channel-factory [listen]
+     :configurator ["there is no Jetty Server to configure"]
+     :thread-pool [pool] :worker-pool [pool]
+     :proxy-protocol ["donkey does not read the PROXY protocol" #(contains? #{nil :disable} %)]
+     :error-logger [logs] :warn-logger [logs] :event-logger [logs] :event-names [logs]}))
+
+(def without-effect
+  "Options of ring-jetty and http-kit accepted, whatever their value, without effect: like any
+  unknown option they are ignored, so that an existing option map works as it is. Listed so
+  that the README's migration tables can be checked against them."
+  #{:acceptor-threads :response-header-size :queue-type :worker-name-prefix :prefix
+    :legacy-return-value? :legacy-content-length?})
+
+(def ^:private pool-keys
+  "http-kit's worker-pool options, which it also takes in a :pool-opts map."
+  [:thread :n-threads :n-min-threads :n-max-threads :queue-size :queue-type :prefix
+   :worker-name-prefix :allow-virtual?])
+
+(def ^:private aliases
+  "Every alias as [alias option convert], in table order."
+  (vec (for [{k :key as :aliases} table
+             [alias convert] as]
+         [alias k (or convert (fn [_ v] v))])))
+
+(def ^:private by-key (into {} (map (juxt :key identity)) table))
+
+(defn- problem
+  "Why `v` fails `check`, as what it must be, or nil when it passes. An :int bound that is an
+  option names that option's value in `resolved`."
+  [check v resolved]
+  (let [[kind a b] (if (vector? check) check [check])]
+    (case kind
+      :any nil
+      :boolean (when-not (boolean? v) "true or false")
+      :string (when-not (string? v) "a string")
+      :string-or-nil (when-not (or (nil? v) (string? v)) "a string or nil")
+      :fn-or-nil (when-not (or (nil? v) (ifn? v)) (str "a function " a))
+      :int (let [hi (if (keyword? b) (get resolved b) b)]
+             (when-not (and (integer? v) (<= a v hi))
+               (str "an integer in " a ".." hi))))))
+
+(defn- must-be
+  "Fails, naming the option `k`, when `v` does not pass `check`."
+  [k check v resolved]
+  (when-let [p (problem check v resolved)]
+    (fail (str k " must be " p ", got " (pr-str v)))))
+
+(defn- given
+  "The options `opts` sets: without nil values (nil means the default), except for the
+  options whose nil is a value."
+  [opts]
+  (into {} (filter (fn [[k v]] (or (some? v) (= :kept (:nil (by-key k)))))) opts))
+
+(defn- resolve-aliases
+  "`opts` with every alias replaced by the option it names, and ::from, a map from each option
+  set through an alias to that alias (for messages). Fails when two names of one option
+  disagree."
+  [opts]
+  (let [sources (reduce (fn [acc [alias k convert]]
+                          (if (contains? opts alias)
+                            (let [raw (get opts alias)
+                                  v (convert alias raw)]
+                              (if (= v ::none) acc (update acc k (fnil conj []) [alias v raw])))
+                            acc))
+                        (into {} (map (fn [[k v]] [k [[k v v]]])) opts)
+                        aliases)]
+    (reduce-kv (fn [m k srcs]
+                 (when (< 1 (count (distinct (map second srcs))))
+                   (fail (str "options naming one setting disagree: "
+                              (str/join ", " (map (fn [[a _ raw]] (str a " " (pr-str raw))) srcs))
+                              "; give one")))
+                 (let [[from v] (first srcs)]
+                   (cond-> (assoc m k v)
+                     (not= from k) (assoc-in [::from k] from))))
+               {}
+               (apply dissoc sources (map first aliases)))))
+
+(defn- default-of
+  "`entry`'s default: its field's value in `cfg`, a fresh ServerConfig, or its :default."
+  [entry ^ServerConfig cfg]
+  (if-let [get-field (:get (:to entry))] (get-field cfg) (:default entry)))
+
+(defn configure!
+  "Checks `opts`, run-server's option map, and sets `cfg`, a fresh ServerConfig, from it:
+  refused options fail; :pool-opts and aliases are resolved; then every option of the table,
+  given or its default, is checked and set. Unknown options are ignored. Returns `cfg`."
+  ^ServerConfig [^ServerConfig cfg opts]
+  (doseq [[k [reason ok?]] refused
+          :let [v (get opts k)]
+          :when (not ((or ok? #(or (nil? %) (false? %))) v))]
+    (fail (str k " is not supported: " reason)))
+  (let [pool-opts (:pool-opts opts)
+        _ (when-not (or (nil? pool-opts) (map? pool-opts))
+            (fail (str ":pool-opts must be a map, got " (pr-str pool-opts))))
+        ;; as http-kit: a :pool-opts map replaces the top-level pool options
+        opts (if pool-opts
+               (merge (apply dissoc opts pool-keys) (select-keys pool-opts pool-keys))
+               opts)
+        opts (resolve-aliases (given opts))
+        resolved (into {} (for [{k :key :as e} table]
+                            [k (if (contains? opts k) (get opts k) (default-of e cfg))]))]
+    (doseq [{k :key :keys [check to]} table
+            :let [v (get resolved k)]]
+      (must-be (get-in opts [::from k] k) check v resolved)
+      (when to ((:set to) cfg v)))
+    cfg))
+
+(defn join?
+  "Whether run-server waits for the server to stop, from `opts` as given (:join? has no alias
+  and nothing to check)."
+  [opts]
+  (get opts :join? (:default (by-key :join?))))
+
+;; ---- docs ----------------------------------------------------------------------------------
+
+(defn default-text
+  "How the docs give `entry`'s default."
+  [entry]
+  (or (:default-doc entry)
+      (let [v (default-of entry (ServerConfig.))
+            mib (* 1024 1024)]
+        (cond (nil? v) "none"
+              (and (integer? v) (<= mib v) (zero? (rem v mib))) (str (quot v mib) " MiB")
+              :else (pr-str v)))))
+
+(defn- wrap
+  "`words` as lines of at most `width` characters, the first starting with `head` and the
+  others with as many spaces."
+  [head words width]
+  (let [indent (apply str (repeat (count head) \space))]
+    (loop [words words line head lines []]
+      (if-let [[w & more] (seq words)]
+        (let [fits (str line (when (not= line head) " ") w)]
+          (if (or (<= (count fits) width) (= line head))
+            (recur more fits lines)
+            (recur more (str indent w) (conj lines line))))
+        (conj lines line)))))
+
+(defn doc
+  "The options part of run-server's docstring: each option of the table, its meaning and its
+  default, one entry after another in the docstring's indentation."
+  []
+  (str/join "\n" (for [{k :key :as e} table
+                       line (wrap (format "    %-25s" k)
+                                  ;; the default as one word, so that it is never split
+                                  (conj (str/split (:doc e) #" ")
+                                        (str "(default " (default-text e) ")"))
+                                  96)]
+                   line)))
