@@ -459,7 +459,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     if (resp.headWritten()) {
       ConnectionGuard.abort(req.connection());
     } else if (onTimeout != null) {
-      TimeoutAnswer answer = new TimeoutAnswer();
+      TimeoutAnswer answer = new TimeoutAnswer(this);
       try {
         onTimeout.invoke(request, answer, answer.raise);
       } catch (Throwable t) {
@@ -473,44 +473,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
-  /**
-   * The {@code respond} and {@code raise} given to the {@code :async-timeout-handler}: the
-   * request is already claimed by the timeout, so these write its answer, the first call only.
-   */
-  private final class TimeoutAnswer extends AFn {
-    private volatile int called;
-    final IFn raise = new AFn() {
-      @Override
-      public Object invoke(Object error) {
-        if (once()) {
-          fail(error instanceof Throwable ? (Throwable) error
-              : new IllegalArgumentException("raise called with " + error));
-        }
-        return null;
-      }
-    };
-
-    private boolean once() {
-      synchronized (this) {
-        if (called != 0) return false;
-        called = 1;
-        return true;
-      }
-    }
-
-    @Override
-    public Object invoke(Object response) {
-      if (once()) {
-        ResponseSender.send(Exchange.this, response);
-      } else {
-        late(response, null);
-      }
-      return null;
-    }
-  }
-
   /** Any thread: a response or failure that came after the request was already answered. */
-  private void late(Object response, Throwable error) {
+  void late(Object response, Throwable error) {
     if (error != null) {
       LOG.log(Level.WARNING, "the handler for " + where() + " failed after the request had been "
           + "answered (timeout, body error or an earlier respond/raise)", error);
@@ -549,22 +513,10 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       }
       watchEnd();
       ResponseWriter.clearHeaders(resp);
-      IFn onError = loop.config.errorHandler;
-      if (onError != null && request != null) {
-        try {
-          Object r = onError.invoke(request, t);
-          if (ResponseMap.classify(r, null) == ResponseMap.Kind.FIXED) {
-            ResponseSender.endFixed(this, (IPersistentMap) r);
-            return;
-          }
-          LOG.log(Level.ERROR, "the :error-handler for " + where()
-              + " returned a response whose body is not a String, byte[] or nil; sending 500");
-        } catch (Throwable e) {
-          LOG.log(Level.ERROR, "the :error-handler failed for " + where(), e);
-        }
+      if (!ResponseSender.sendError(this, loop.config.errorHandler, request, t)) {
         ResponseWriter.clearHeaders(resp);
+        plain(500, ERROR_500);
       }
-      plain(500, ERROR_500);
     });
   }
 

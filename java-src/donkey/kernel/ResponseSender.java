@@ -125,6 +125,29 @@ final class ResponseSender {
   }
 
   /**
+   * Event loop: answers a failed request with what the route table's {@code :error-handler}
+   * ({@code (fn [request throwable])}) returns, when there is one and it returns a fixed
+   * response; false (nothing sent) otherwise, for the caller's plain 500. Headers are already
+   * cleared.
+   */
+  static boolean sendError(Exchange x, clojure.lang.IFn onError, IPersistentMap request,
+                           Throwable t) {
+    if (onError == null || request == null) return false;
+    try {
+      Object r = onError.invoke(request, t);
+      if (ResponseMap.classify(r, null) == ResponseMap.Kind.FIXED) {
+        endFixed(x, (IPersistentMap) r);
+        return true;
+      }
+      LOG.log(Level.ERROR, "the :error-handler for " + x.where()
+          + " returned a response whose body is not a String, byte[] or nil; sending 500");
+    } catch (Throwable e) {
+      LOG.log(Level.ERROR, "the :error-handler failed for " + x.where(), e);
+    }
+    return false;
+  }
+
+  /**
    * Worker thread: sets the headers and serializes the body of a fixed response here, then
    * hands it to the loop's {@link Outbox}, which sets its status and ends it in a batch with
    * others ({@link #endPrepared}).
