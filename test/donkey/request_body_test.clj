@@ -210,27 +210,26 @@
               length))))
     (is (= "read" (:body (request :post "/" {:body "small"}))))))
 
-(deftest tiny-chunks-pause-the-connection-early
-  ;; a body in one-byte chunks: each chunk's objects cost far more than its byte, so the queue
-  ;; counts them and the connection stops reading long before 256 KiB of such chunks queue
+(defn- chunks-until-paused
+  "Offers `chunk-size`-byte chunks to a BodyInputStream over a request that records pauses,
+  until it pauses the request (or `limit` chunks); returns [chunks offered, the stream]."
+  [chunk-size limit]
   (let [paused (atom 0)
         req (reify io.vertx.core.http.HttpServerRequest
               (pause [this] (swap! paused inc) this)
               (resume [this] this))
         in (donkey.ring.BodyInputStream. req nil 0 nil)
-        one (io.vertx.core.buffer.Buffer/buffer (byte-array 1))
-        offered (loop [n 0]
-                  (if (or (pos? @paused) (> n 300000)) n (do (.offer in one) (recur (inc n)))))]
-    (is (= 1 @paused))
+        chunk (io.vertx.core.buffer.Buffer/buffer (byte-array chunk-size))]
+    [(loop [n 0]
+       (if (or (pos? @paused) (> n limit)) n (do (.offer in chunk) (recur (inc n)))))
+     in]))
+
+(deftest tiny-chunks-pause-the-connection-early
+  ;; a body in one-byte chunks: each chunk's objects cost far more than its byte, so the queue
+  ;; counts them and the connection stops reading long before 256 KiB of such chunks queue
+  (let [[offered ^java.io.InputStream in] (chunks-until-paused 1 300000)]
     (is (< offered 3000) (str "paused after " offered " one-byte chunks"))
     (is (= offered (.available in)) "available counts bytes, not the chunks' cost"))
   (testing "big chunks still pause at 256 KiB of bytes"
-    (let [paused (atom 0)
-          req (reify io.vertx.core.http.HttpServerRequest
-                (pause [this] (swap! paused inc) this)
-                (resume [this] this))
-          in (donkey.ring.BodyInputStream. req nil 0 nil)
-          chunk (io.vertx.core.buffer.Buffer/buffer (byte-array 8192))
-          offered (loop [n 0]
-                    (if (pos? @paused) n (do (.offer in chunk) (recur (inc n)))))]
+    (let [[offered] (chunks-until-paused 8192 1000)]
       (is (<= 31 offered 33) (str "paused after " offered " 8 KiB chunks")))))
