@@ -1,0 +1,118 @@
+(ns donkey.attack-test
+  "An outsider's attacks on the server, over raw sockets. Each test is named after what the
+  attacker achieves and fails while the server still lets them: a passing test is a closed
+  hole. Timings are loose on purpose (shared 2-core machine): every wait is bounded, and a
+  limit is only asserted with seconds of slack."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [donkey.test-util :as u :refer [with-server exchange closed? statuses ->bytes now-ms]])
+  (:import (java.io IOException InputStream)
+           (java.net Socket SocketException SocketTimeoutException)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private short-timeouts
+  "Every timeout short, so a request that is never answered shows up within seconds."
+  {:header-timeout 1000 :idle-timeout 1000 :request-timeout 1000 :body-timeout 1000
+   :shutdown-timeout 500})
+
+(defn- answered-or-closed?
+  "True when `r` (an exchange) got at least one status line or saw the server close."
+  [r]
+  (or (seq (statuses (:resp r))) (closed? r)))
+
+;; ---------------------------------------------------------------------------------------------
+;; a request the kernel never answers holds its connection forever
+
+(deftest query-only-target-holds-a-routed-connection-forever
+  ;; `GET ?x=1` has an empty path: the route trie's walk takes substring(1, 0) and throws on
+  ;; the event loop (logged SEVERE by Vert.x). The exchange is neither answered nor dispatched,
+  ;; so no timeout looks at it: :request-timeout counts from dispatch, :idle-timeout and
+  ;; :header-timeout skip a connection that is owed an answer. One 30-byte request per
+  ;; connection pins it until the client leaves: :max-connections of them lock everyone out.
+  (with-server {:routes [{:path "/users/:id" :handler (fn [_] {:status 200 :body "user"})}]}
+    short-timeouts
+    (doseq [target ["?x=1" "?"]]
+      (testing target
+        (let [r (exchange (str "GET " target " HTTP/1.1\r\nHost: x\r\n\r\n")
+                          {:timeout-ms 6000 :idle-ms 500})]
+          (is (answered-or-closed? r)
+              (str "with every timeout at 1 s, 6 s later the connection is still open and"
+                   " unanswered: " (pr-str r))))))
+    (testing "three such connections, all still pinned seconds later"
+      (let [socks (vec (for [_ (range 3)]
+                         (doto (Socket. "127.0.0.1" (int u/*port*))
+                           (-> .getOutputStream (.write (->bytes "GET ?x HTTP/1.1\r\nHost: x\r\n\r\n"))))))]
+        (try
+          (Thread/sleep 4000)
+          (is (every? (fn [^Socket s]
+                        (.setSoTimeout s 200)
+                        (try (.read (.getInputStream s)) true ; a byte or EOF
+                             (catch SocketTimeoutException _ false)
+                             (catch SocketException _ true)))
+                      socks)
+              "4 s after their requests, with every timeout at 1 s, each connection has an answer or is closed")
+          (finally (run! #(.close ^Socket %) socks)))))))
+
+(deftest query-only-target-reaches-a-handler-with-an-empty-uri
+  ;; Ring SPEC: :uri starts with "/". An origin-form target must start with "/" (RFC 9112
+  ;; 3.2.1); `GET ?x=1`, `GET a` and `GET *` are not valid request targets for GET and should be
+  ;; a 400, as the README promises for a malformed request line. Handlers and middleware that
+  ;; match (:uri req) against prefixes (an auth guard on "/admin") see a uri no rule expects.
+  (let [seen (atom [])]
+    (with-server (fn [req] (swap! seen conj (:uri req)) {:status 200 :body "ok"}) short-timeouts
+      (doseq [target ["?x=1" "a" "*" "admin/x"]]
+        (reset! seen [])
+        (let [r (exchange (str "GET " target " HTTP/1.1\r\nHost: x\r\n\r\n"))]
+          (is (= [400] (statuses (:resp r))) (str "GET " target ": " (pr-str (u/status-line (:resp r)))))
+          (is (every? #(str/starts-with? % "/") @seen)
+              (str "a handler saw :uri " (pr-str @seen))))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; request bodies
+
+(defn- body-outcome
+  "A sync handler that reads its whole body and delivers [:ok bytes-read] or [:error msg]."
+  [outcome]
+  (fn [req]
+    (let [r (try [:ok (count (slurp ^InputStream (:body req) :encoding "ISO-8859-1"))]
+                 (catch IOException e [:error (ex-message e)]))]
+      (deliver outcome [(:content-length req) r])
+      {:status 200 :body (pr-str r)})))
+
+(deftest request-timeout-makes-a-cut-body-read-as-complete
+  ;; When :request-timeout answers 503 while a sync handler still reads its body, the
+  ;; response's end discards the body stream (BodyInputStream.discardRest): the handler's next
+  ;; read returns -1, a clean end of stream, short of the Content-Length. An attacker who
+  ;; trickles a body (a byte per :body-timeout keeps it alive) gets a truncated upload
+  ;; processed as a whole one; a slow handler of a body that did arrive whole loses its tail.
+  (testing "the client trickles its body past :request-timeout"
+    (let [outcome (promise)]
+      (with-server (body-outcome outcome) {:request-timeout 800 :body-timeout 5000}
+        (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+          (let [out (.getOutputStream s)]
+            (.write out (->bytes "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"))
+            (try (dotimes [_ 30] (.write out (->bytes "a")) (.flush out) (Thread/sleep 100))
+                 (catch IOException _ nil))))
+        (let [[declared [what n :as r]] (deref outcome 5000 [nil [:no-outcome]])]
+          (is (not (and (= :ok what) (< (long n) (long declared))))
+              (str "the handler read " n " of the " declared " declared bytes as a complete body: "
+                   (pr-str r)))))))
+  (testing "a slow handler reading a body that arrived whole"
+    (let [outcome (promise)
+          handler (fn [req]
+                    (let [in ^InputStream (:body req) buf (byte-array 1024)
+                          r (try (loop [n 0]
+                                   (Thread/sleep 20)
+                                   (let [k (.read in buf)] (if (neg? k) [:ok n] (recur (+ n k)))))
+                                 (catch IOException e [:error (ex-message e)]))]
+                      (deliver outcome [(:content-length req) r])
+                      {:status 200}))]
+      (with-server handler {:request-timeout 500}
+        (exchange (str "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n"
+                       (apply str (repeat 200000 "b")))
+                  {:timeout-ms 3000})
+        (let [[declared [what n :as r]] (deref outcome 10000 [nil [:no-outcome]])]
+          (is (not (and (= :ok what) (< (long n) (long declared))))
+              (str "the handler read " n " of the " declared " declared bytes as a complete body: "
+                   (pr-str r))))))))
