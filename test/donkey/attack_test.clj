@@ -116,3 +116,58 @@
           (is (not (and (= :ok what) (< (long n) (long declared))))
               (str "the handler read " n " of the " declared " declared bytes as a complete body: "
                    (pr-str r))))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; connections that should close, and requests that should not be served (RFC 9112 9.6)
+
+(defn- recording-handler
+  "A sync handler that records every :uri it serves in `seen` and answers `extra-headers`."
+  [seen extra-headers]
+  (fn [req]
+    (swap! seen conj (:uri req))
+    {:status 200 :headers (merge {"content-type" "text/plain"} extra-headers) :body (str "ok " (:uri req))}))
+
+(deftest close-in-a-connection-list-keeps-the-connection-serving
+  ;; Connection is a list of options (RFC 9110 7.6.1); `close` anywhere in it means the
+  ;; request is the last one: the server MUST close after answering it and MUST NOT process
+  ;; further requests (RFC 9112 9.6). A lone `close` is honoured; in a list (`TE, close`, as
+  ;; some clients send, or `keep-alive, close`) it is ignored, and requests pipelined after it,
+  ;; which the client considers unsent (and may retry elsewhere), run their handlers.
+  (let [seen (atom [])]
+    (with-server (recording-handler seen {}) short-timeouts
+      (doseq [v ["close, TE" "TE, close" "keep-alive, close" "keep-alive,close" "Keep-Alive, Close"]]
+        (reset! seen [])
+        (let [r (exchange (str "GET /last HTTP/1.1\r\nHost: x\r\nConnection: " v "\r\n\r\n"
+                               "GET /after-close HTTP/1.1\r\nHost: x\r\n\r\n"))]
+          (Thread/sleep 100)
+          (is (= ["/last"] @seen) (str "Connection: " v " -- handlers run: " (pr-str @seen)))
+          (is (= [200] (statuses (:resp r))) (str "Connection: " v))
+          (is (closed? r) (str "Connection: " v " -- the server kept the connection open")))))))
+
+(deftest handler-connection-close-still-serves-pipelined-requests
+  ;; A handler's `Connection: close` reaches the client, but the connection stays open and the
+  ;; next pipelined request is served on it: the answer said close, so that request runs
+  ;; unseen by a client that will retry it (RFC 9112 9.6: a server that sends close MUST
+  ;; initiate closure after that response). The kernel does this for its own answers
+  ;; (faults-test/answers-that-say-close-do-close); a handler's goes through unheeded.
+  (let [seen (atom [])]
+    (with-server (recording-handler seen {"Connection" "close"}) short-timeouts
+      (let [r (exchange (str "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "POST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"))]
+        (Thread/sleep 100)
+        (is (str/includes? (str/lower-case (:resp r)) "connection: close") "the answer says close")
+        (is (= ["/first"] @seen) (str "handlers run after an answer that said close: " (pr-str @seen)))
+        (is (= [200] (statuses (:resp r))) (pr-str (statuses (:resp r))))
+        (is (closed? r) "the connection is closed after the answer that said so")))))
+
+(deftest http-1-0-client-gets-an-interim-100-continue
+  ;; RFC 9110 10.1.1: a server that receives 100-continue in an HTTP/1.0 request MUST ignore
+  ;; it. HTTP/1.0 has no interim responses: the client reads `HTTP/1.1 100 Continue` as the
+  ;; final answer (no length: to the close), so the real answer lands in its body.
+  (doseq [[mode handler opts] [[:sync (fn [req] {:status 200 :body (slurp (:body req))}) {}]
+                               [:async (fn [req respond _] (respond {:status 200 :body (slurp (:body req))}))
+                                {:async? true}]]]
+    (with-server handler (merge short-timeouts opts)
+      (let [r (exchange "POST /up HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello")]
+        (is (= [200] (statuses (:resp r))) (str mode ": " (pr-str (:resp r))))
+        (is (not (str/includes? (:resp r) "100 Continue")) (str mode))))))
