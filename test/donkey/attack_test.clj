@@ -171,3 +171,22 @@
       (let [r (exchange "POST /up HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello")]
         (is (= [200] (statuses (:resp r))) (str mode ": " (pr-str (:resp r))))
         (is (not (str/includes? (:resp r) "100 Continue")) (str mode))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; methods
+
+(deftest lower-case-method-runs-as-its-standard-namesake
+  ;; Methods are case-sensitive (RFC 9110 9.1): `delete` is not DELETE but an unknown method.
+  ;; The kernel's own router agrees (405 for `get /x` on a GET route), but the Ring request map
+  ;; lower-cases whatever the client sent, so `delete` reaches a plain Ring handler (compojure,
+  ;; reitit, ...) as :delete. A front end that filters methods (a WAF or proxy rule refusing
+  ;; DELETE, as the RFC lets it) passes `delete` as an unknown method, and the application runs
+  ;; it as a DELETE. An unknown method should stay distinguishable, or be refused (501).
+  (let [seen (atom [])]
+    (with-server (fn [req] (swap! seen conj (:request-method req)) {:status 200 :body "done"})
+      short-timeouts
+      (doseq [m ["delete" "Delete" "pUt" "get"]]
+        (reset! seen [])
+        (let [r (exchange (str m " /resource HTTP/1.1\r\nHost: x\r\n\r\n"))]
+          (is (not (#{[:delete] [:put] [:get]} @seen))
+              (str m " ran the handler as " (pr-str @seen) ": " (pr-str (u/status-line (:resp r))))))))))
