@@ -52,9 +52,22 @@
                              (catch SocketException _ true)))
                       socks)
               "4 s after their requests, with every timeout at 1 s, each connection has an answer or is closed")
+          (finally (run! #(.close ^Socket %) socks))))))
+  (testing "at :max-connections, three 30-byte requests lock every other client out for good"
+    (with-server {:routes [{:path "/users/:id" :handler (fn [_] {:status 200 :body "user"})}
+                           {:path "/ok" :handler (fn [_] {:status 200 :body "ok"})}]}
+      (assoc short-timeouts :max-connections 3)
+      (let [socks (vec (for [_ (range 3)]
+                         (doto (Socket. "127.0.0.1" (int u/*port*))
+                           (-> .getOutputStream (.write (->bytes "GET ?x HTTP/1.1\r\nHost: x\r\n\r\n"))))))]
+        (try
+          (Thread/sleep 4000)
+          (let [r (exchange "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n" {:timeout-ms 3000})]
+            (is (= [200] (statuses (:resp r)))
+                (str "a well-formed request 4 s later (every timeout 1 s): " (pr-str r))))
           (finally (run! #(.close ^Socket %) socks)))))))
 
-(deftest query-only-target-reaches-a-handler-with-an-empty-uri
+(deftest malformed-targets-reach-handlers-as-uris-without-a-slash
   ;; Ring SPEC: :uri starts with "/". An origin-form target must start with "/" (RFC 9112
   ;; 3.2.1); `GET ?x=1`, `GET a` and `GET *` are not valid request targets for GET and should be
   ;; a 400, as the README promises for a malformed request line. Handlers and middleware that
@@ -190,3 +203,34 @@
         (let [r (exchange (str m " /resource HTTP/1.1\r\nHost: x\r\n\r\n"))]
           (is (not (#{[:delete] [:put] [:get]} @seen))
               (str m " ran the handler as " (pr-str @seen) ": " (pr-str (u/status-line (:resp r))))))))))
+
+(deftest connect-gets-a-2xx-with-a-body-and-stays-http
+  ;; A 2xx to CONNECT turns the connection into a tunnel from the byte after its head; RFC 9110
+  ;; 9.3.6: the server MUST NOT send Content-Length or Transfer-Encoding in it. Donkey makes no
+  ;; tunnels but hands CONNECT to the handler and frames its 200 like any other, body and all,
+  ;; then reads what the client sends into its "tunnel" as HTTP requests: client and server
+  ;; disagree on what the connection is. The kernel owns framing: refuse CONNECT (405/501) or
+  ;; frame a 2xx to it without a body and close after it.
+  (with-server (fn [_] {:status 200 :body "hello"}) short-timeouts
+    (let [r (exchange "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n")
+          resp (:resp r)
+          st (first (statuses resp))]
+      (is (not (and st (<= 200 (long st) 299)
+                    (re-find #"(?i)\r\n(content-length|transfer-encoding):" resp)))
+          (str "a 2xx to CONNECT with framing headers: " (pr-str resp))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; Host
+
+(deftest invalid-ip-literals-pass-as-hosts
+  ;; README: HTTP/1.1 with a Host that is not host[:port] is a 400. Inside brackets the check
+  ;; takes any run of unreserved characters, sub-delims, colons and percent signs, so IP
+  ;; literals that are neither IPv6 nor IPvFuture (RFC 3986 3.2.2) are served, and reach
+  ;; :server-name (which applications put into absolute URLs and redirects) as sent.
+  (let [seen (atom [])]
+    (with-server (fn [req] (swap! seen conj (:server-name req)) {:status 200 :body "ok"}) short-timeouts
+      (doseq [host ["[:::]" "[1:2:3:4:5:6:7:8:9]" "[a]" "[%zz]" "[fe80::1%eth0]" "[!$&'()*+,;=]"]]
+        (reset! seen [])
+        (let [r (exchange (str "GET / HTTP/1.1\r\nHost: " host "\r\n\r\n"))]
+          (is (= [400] (statuses (:resp r)))
+              (str "Host: " host " -> " (pr-str (u/status-line (:resp r))) ", :server-name " (pr-str @seen))))))))
