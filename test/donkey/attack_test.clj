@@ -234,3 +234,34 @@
         (let [r (exchange (str "GET / HTTP/1.1\r\nHost: " host "\r\n\r\n"))]
           (is (= [400] (statuses (:resp r)))
               (str "Host: " host " -> " (pr-str (u/status-line (:resp r))) ", :server-name " (pr-str @seen))))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; cost out of proportion to the bytes sent
+
+(defn- event-loop-allocation
+  "Bytes allocated so far by the threads of Vert.x's event loops."
+  ^long []
+  (let [^com.sun.management.ThreadMXBean mx (java.lang.management.ManagementFactory/getThreadMXBean)]
+    (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
+                      :when (str/includes? (.getName t) "eventloop")]
+                  (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
+
+(deftest one-repeated-header-name-costs-quadratic-memory
+  ;; Ring's :headers joins a repeated header's values with ",": RequestMap.Head.accept does it
+  ;; as `old + "," + value` per line, so n lines of one name copy O(n^2) chars. The default
+  ;; 16 KiB head holds ~2600 `a: b` lines: one such request makes the loop allocate ~7 MB
+  ;; (460x its size; 1200 distinct names in a 13 KiB head: 390 KiB), and the cost grows with
+  ;; the square of :max-header-size (64 KiB: ~30 ms of loop time per request, measured). It is
+  ;; paid on the event loop for async handlers and whenever the request has a body.
+  (with-server (fn [req respond _] (respond {:status 200 :body (str (count (:headers req)))}))
+    {:async? true :event-loops 1}
+    (let [head (str "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                    (apply str (repeat 2600 "a: b\r\n")) "\r\n")
+          warm (exchange head)
+          before (event-loop-allocation)
+          r (exchange head)
+          grown (- (event-loop-allocation) before)]
+      (is (= [200] (statuses (:resp warm))) (pr-str (u/status-line (:resp warm))))
+      (is (= [200] (statuses (:resp r))))
+      (is (< grown (* 4 1024 1024))
+          (str "one " (count head) "-byte request made the event loop allocate " (quot grown 1024) " KiB")))))
