@@ -265,3 +265,50 @@
       (is (= [200] (statuses (:resp r))))
       (is (< grown (* 4 1024 1024))
           (str "one " (count head) "-byte request made the event loop allocate " (quot grown 1024) " KiB")))))
+
+(defn- event-loop-cpu-ms
+  "CPU time used so far by the threads of Vert.x's event loops, in ms."
+  ^double []
+  (let [mx (java.lang.management.ManagementFactory/getThreadMXBean)]
+    (/ (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
+                         :when (str/includes? (.getName t) "eventloop")]
+                     (max 0 (.getThreadCpuTime mx (.getId t)))))
+       1e6)))
+
+(defn- loop-cpu-per-request
+  "Sends `head` `n` times on one connection, each after the previous answer; returns the
+  event loops' CPU ms per request and the last answer."
+  [^String head n]
+  (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+    (.setSoTimeout s 10000)
+    (let [out (.getOutputStream s) in (.getInputStream s) buf (byte-array 65536)
+          one (fn [] (.write out (->bytes head)) (.flush out)
+                (loop [acc ""]
+                  (let [k (.read in buf)
+                        acc (str acc (String. buf 0 (max 0 k) "ISO-8859-1"))]
+                    (if (or (neg? k) (re-find #"\r\n\r\n.+" acc)) acc (recur acc)))))
+          before (event-loop-cpu-ms)
+          last-resp (last (repeatedly n one))]
+      [(/ (- (event-loop-cpu-ms) before) n) last-resp])))
+
+(deftest a-long-accept-header-stalls-the-event-loop
+  ;; :produces negotiation (MediaTypes.quality) walks the Accept list and, for each entry,
+  ;; looks for its parameters with accept.indexOf(';', i): with no ';' ahead (or only one at
+  ;; the end) every entry scans to the end of the header, O(n^2) per produced type. A 16 KiB
+  ;; `Accept: ,,,,...` costs the event loop ~10 ms per request with four :produces types
+  ;; (a normal request: ~0.1 ms), and every connection on that loop waits meanwhile; with a
+  ;; larger :max-header-size it grows with the square.
+  (with-server {:routes [{:path "/p" :produces ["application/json" "text/html" "text/plain" "application/xml"]
+                          :handler-mode :non-blocking
+                          :handler (fn [_ respond _] (respond {:status 200 :body "p"}))}]}
+    {:event-loops 1}
+    (let [hostile (str "GET /p HTTP/1.1\r\nHost: x\r\nAccept: " (apply str (repeat 16000 ",")) "\r\n\r\n")
+          padded (str "GET /p HTTP/1.1\r\nHost: x\r\nX-Pad: " (apply str (repeat 16000 "a")) "\r\n\r\n")
+          _ (loop-cpu-per-request padded 30)
+          _ (loop-cpu-per-request hostile 30)
+          [normal-ms _] (loop-cpu-per-request padded 30)
+          [hostile-ms resp] (loop-cpu-per-request hostile 30)]
+      (is (re-find #"^HTTP/1.1 406" resp) (pr-str (u/status-line resp)))
+      (is (< hostile-ms (max 2.0 (* 5 normal-ms)))
+          (format "a 16 KiB Accept header costs the event loop %.2f ms of CPU per request (an X-Pad header of the same size: %.2f ms)"
+                  hostile-ms normal-ms)))))
