@@ -312,3 +312,34 @@
       (is (< hostile-ms (max 2.0 (* 5 normal-ms)))
           (format "a 16 KiB Accept header costs the event loop %.2f ms of CPU per request (an X-Pad header of the same size: %.2f ms)"
                   hostile-ms normal-ms)))))
+
+(defn- multipart-request
+  "A multipart/form-data POST of `parts` fields, each with a part header of `folds` pieces
+  ` a`, folded onto continuation lines when `fold?`, else on one line."
+  [parts folds fold?]
+  (let [part (fn [i] (str "--XyZ\r\nContent-Disposition: form-data; name=\"f" i "\"\r\nX-A: b"
+                          (apply str (repeat folds (if fold? "\r\n a" "   a"))) "\r\n\r\nv\r\n"))
+        body (str (apply str (map part (range parts))) "--XyZ--\r\n")]
+    (str "POST /up HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XyZ\r\n"
+         "Content-Length: " (count body) "\r\n\r\n" body)))
+
+(deftest folded-multipart-part-headers-cost-quadratic-time
+  ;; MultipartReader.headerLines unfolds a continuation line with `last + line`: a part header
+  ;; folded over ~3900 lines (16 KiB, under the 16 KiB part-header limit) copies ~16M chars.
+  ;; 50 such parts (780 KB) cost 120-300 ms of CPU against ~15 ms for the same bytes unfolded,
+  ;; and a 16 MiB body seconds; for an async handler the parse runs on the event loop, which
+  ;; serves nothing else meanwhile.
+  (require 'donkey.middleware.multipart)
+  (let [wrap (resolve 'donkey.middleware.multipart/wrap-multipart-params)]
+    (with-server (wrap (fn [req respond _] (respond {:status 200 :body (str (count (:multipart-params req)))})))
+      {:async? true :event-loops 1}
+      (let [hostile (multipart-request 50 3900 true)
+            plain (multipart-request 50 3900 false) ; the same bytes, headers not folded
+            _ (loop-cpu-per-request plain 3)
+            _ (loop-cpu-per-request hostile 3)
+            [plain-ms _] (loop-cpu-per-request plain 5)
+            [hostile-ms resp] (loop-cpu-per-request hostile 5)]
+        (is (re-find #"^HTTP/1.1 200" resp) (pr-str (u/status-line resp)))
+        (is (< hostile-ms (max 20.0 (* 5 plain-ms)))
+            (format "a %d-byte body of folded part headers costs the event loop %.1f ms (%d bytes of unfolded headers: %.1f ms)"
+                    (count hostile) hostile-ms (count plain) plain-ms))))))
