@@ -343,3 +343,32 @@
         (is (< hostile-ms (max 20.0 (* 5 plain-ms)))
             (format "a %d-byte body of folded part headers costs the event loop %.1f ms (%d bytes of unfolded headers: %.1f ms)"
                     (count hostile) hostile-ms (count plain) plain-ms))))))
+
+;; ---------------------------------------------------------------------------------------------
+;; threads a slow client can hold
+
+(deftest a-slow-client-blocks-the-thread-that-called-respond
+  ;; README (Threading): bodies produced by blocking code are streamed from a worker thread
+  ;; that waits while the client does not read. That holds when respond is called on the event
+  ;; loop; called from any other thread (a future, a core.async go block, an HTTP client's
+  ;; callback pool), Exchange.complete streams the body right there, so `respond` blocks its
+  ;; caller until the client has read everything, or until :idle-timeout gives up on it. A few
+  ;; clients that do not read stall an application's callback or go-block pool (8 threads)
+  ;; for two minutes each, with the default :idle-timeout.
+  (doseq [[kind body] [[:input-stream #(java.io.ByteArrayInputStream. (byte-array (* 64 1024 1024)))]
+                       [:seq #(repeat 4096 (apply str (repeat 16384 "x")))]]]
+    (let [returned (promise)]
+      (with-server (fn [_ respond _]
+                     (future (let [t0 (now-ms)]
+                               (respond {:status 200 :body (body)})
+                               (deliver returned (- (now-ms) t0)))))
+        {:async? true :idle-timeout 10000 :shutdown-timeout 500}
+        (with-open [s (Socket.)]
+          (.setReceiveBufferSize s 4096)
+          (.connect s (java.net.InetSocketAddress. "127.0.0.1" (int u/*port*)))
+          (doto (.getOutputStream s) (.write (->bytes "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) (.flush))
+          ;; the client reads nothing
+          (let [ms (deref returned 3000 :still-blocked)]
+            (is (not= :still-blocked ms)
+                (str kind ": respond, called from a future, has not returned 3 s later: it is writing"
+                     " the body to a client that does not read"))))))))
