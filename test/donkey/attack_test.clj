@@ -296,8 +296,9 @@
   ;; looks for its parameters with accept.indexOf(';', i): with no ';' ahead (or only one at
   ;; the end) every entry scans to the end of the header, O(n^2) per produced type. A 16 KiB
   ;; `Accept: ,,,,...` costs the event loop ~10 ms per request with four :produces types
-  ;; (a normal request: ~0.1 ms), and every connection on that loop waits meanwhile; with a
-  ;; larger :max-header-size it grows with the square.
+  ;; (a normal request: ~0.1 ms). Routing runs on the event loop whatever the handler mode,
+  ;; so every connection on that loop waits meanwhile; with a larger :max-header-size the
+  ;; cost grows with its square.
   (with-server {:routes [{:path "/p" :produces ["application/json" "text/html" "text/plain" "application/xml"]
                           :handler-mode :non-blocking
                           :handler (fn [_ respond _] (respond {:status 200 :body "p"}))}]}
