@@ -1,9 +1,9 @@
 (ns donkey.attack-test
-  "An outsider's attacks on the server, over raw sockets. Each test is named after what the
-  attacker achieves and fails while the server still lets them: a passing test is a closed
-  hole. Timings are loose on purpose (shared 2-core machine): every wait is bounded, a time
-  limit is only asserted with seconds of slack, and a cost is the event loops' CPU time (not
-  wall time) compared with a control request of the same size, with a 5x margin."
+  "An outsider's attacks on the server, over raw sockets, each test named after the guarantee
+  that closes one; the comment inside each says what the attack was. Timings are loose on
+  purpose (shared 2-core machine): every wait is bounded, a time limit is only asserted with
+  seconds of slack, and a cost is the event loops' CPU time (not wall time) compared with a
+  control request of the same size, with a 5x margin."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [donkey.test-util :as u :refer [with-server exchange closed? statuses ->bytes now-ms]])
@@ -25,7 +25,7 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; a request the kernel never answers holds its connection forever
 
-(deftest query-only-target-holds-a-routed-connection-forever
+(deftest a-target-without-a-path-is-answered-not-left-hanging
   ;; `GET ?x=1` has an empty path: the route trie's walk takes substring(1, 0) and throws on
   ;; the event loop (logged SEVERE by Vert.x). The exchange is neither answered nor dispatched,
   ;; so no timeout looks at it: :request-timeout counts from dispatch, :idle-timeout and
@@ -68,7 +68,7 @@
                 (str "a well-formed request 4 s later (every timeout 1 s): " (pr-str r))))
           (finally (run! #(.close ^Socket %) socks)))))))
 
-(deftest malformed-targets-reach-handlers-as-uris-without-a-slash
+(deftest every-uri-a-handler-sees-starts-with-a-slash
   ;; Ring SPEC: :uri starts with "/". An origin-form target must start with "/" (RFC 9112
   ;; 3.2.1); `GET ?x=1`, `GET a` and `GET *` are not valid request targets for GET and should be
   ;; a 400, as the README promises for a malformed request line. Handlers and middleware that
@@ -94,7 +94,7 @@
       (deliver outcome [(:content-length req) r])
       {:status 200 :body (pr-str r)})))
 
-(deftest request-timeout-makes-a-cut-body-read-as-complete
+(deftest a-body-cut-by-a-timeout-never-reads-as-complete
   ;; When :request-timeout answers 503 while a sync handler still reads its body, the
   ;; response's end discards the body stream (BodyInputStream.discardRest): the handler's next
   ;; read returns -1, a clean end of stream, short of the Content-Length. An attacker who
@@ -141,7 +141,7 @@
     (swap! seen conj (:uri req))
     {:status 200 :headers (merge {"content-type" "text/plain"} extra-headers) :body (str "ok " (:uri req))}))
 
-(deftest close-in-a-connection-list-keeps-the-connection-serving
+(deftest close-anywhere-in-connection-ends-the-connection
   ;; Connection is a list of options (RFC 9110 7.6.1); `close` anywhere in it means the
   ;; request is the last one: the server MUST close after answering it and MUST NOT process
   ;; further requests (RFC 9112 9.6). A lone `close` is honoured; in a list (`TE, close`, as
@@ -158,7 +158,7 @@
           (is (= [200] (statuses (:resp r))) (str "Connection: " v))
           (is (closed? r) (str "Connection: " v " -- the server kept the connection open")))))))
 
-(deftest handler-connection-close-still-serves-pipelined-requests
+(deftest a-handlers-connection-close-ends-the-connection
   ;; A handler's `Connection: close` reaches the client, but the connection stays open and the
   ;; next pipelined request is served on it: the answer said close, so that request runs
   ;; unseen by a client that will retry it (RFC 9112 9.6: a server that sends close MUST
@@ -174,7 +174,7 @@
         (is (= [200] (statuses (:resp r))) (pr-str (statuses (:resp r))))
         (is (closed? r) "the connection is closed after the answer that said so")))))
 
-(deftest http-1-0-client-gets-an-interim-100-continue
+(deftest http-1-0-clients-get-no-interim-answer
   ;; RFC 9110 10.1.1: a server that receives 100-continue in an HTTP/1.0 request MUST ignore
   ;; it. HTTP/1.0 has no interim responses: the client reads `HTTP/1.1 100 Continue` as the
   ;; final answer (no length: to the close), so the real answer lands in its body.
@@ -189,7 +189,7 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; methods
 
-(deftest lower-case-method-runs-as-its-standard-namesake
+(deftest standard-methods-in-another-case-are-refused
   ;; Methods are case-sensitive (RFC 9110 9.1): `delete` is not DELETE but an unknown method.
   ;; The kernel's own router agrees (405 for `get /x` on a GET route), but the Ring request map
   ;; lower-cases whatever the client sent, so `delete` reaches a plain Ring handler (compojure,
@@ -205,7 +205,7 @@
           (is (not (#{[:delete] [:put] [:get]} @seen))
               (str m " ran the handler as " (pr-str @seen) ": " (pr-str (u/status-line (:resp r))))))))))
 
-(deftest connect-gets-a-2xx-with-a-body-and-stays-http
+(deftest connect-is-refused
   ;; A 2xx to CONNECT turns the connection into a tunnel from the byte after its head; RFC 9110
   ;; 9.3.6: the server MUST NOT send Content-Length or Transfer-Encoding in it. Donkey makes no
   ;; tunnels but hands CONNECT to the handler and frames its 200 like any other, body and all,
@@ -223,7 +223,7 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; Host
 
-(deftest invalid-ip-literals-pass-as-hosts
+(deftest invalid-ip-literals-are-refused
   ;; README: HTTP/1.1 with a Host that is not host[:port] is a 400. Inside brackets the check
   ;; takes any run of unreserved characters, sub-delims, colons and percent signs, so IP
   ;; literals that are neither IPv6 nor IPvFuture (RFC 3986 3.2.2) are served, and reach
@@ -247,7 +247,7 @@
                       :when (str/includes? (.getName t) "eventloop")]
                   (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
 
-(deftest one-repeated-header-name-costs-quadratic-memory
+(deftest a-repeated-header-costs-linear-memory
   ;; Ring's :headers joins a repeated header's values with ",": RequestMap.Head.accept does it
   ;; as `old + "," + value` per line, so n lines of one name copy O(n^2) chars. The default
   ;; 16 KiB head holds ~2600 `a: b` lines: one such request makes the loop allocate ~7 MB
@@ -292,7 +292,7 @@
           last-resp (last (repeatedly n one))]
       [(/ (- (event-loop-cpu-ms) before) n) last-resp])))
 
-(deftest a-long-accept-header-stalls-the-event-loop
+(deftest a-long-accept-header-costs-linear-time
   ;; :produces negotiation (MediaTypes.quality) walks the Accept list and, for each entry,
   ;; looks for its parameters with accept.indexOf(';', i): with no ';' ahead (or only one at
   ;; the end) every entry scans to the end of the header, O(n^2) per produced type. A 16 KiB
@@ -325,7 +325,7 @@
     (str "POST /up HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XyZ\r\n"
          "Content-Length: " (count body) "\r\n\r\n" body)))
 
-(deftest folded-multipart-part-headers-cost-quadratic-time
+(deftest folded-part-headers-cost-linear-time
   ;; MultipartReader.headerLines unfolds a continuation line with `last + line`: a part header
   ;; folded over ~3900 lines (16 KiB, under the 16 KiB part-header limit) copies ~16M chars.
   ;; 50 such parts (780 KB) cost 120-300 ms of CPU against ~15 ms for the same bytes unfolded,
@@ -349,7 +349,7 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; threads a slow client can hold
 
-(deftest a-slow-client-blocks-the-thread-that-called-respond
+(deftest respond-never-waits-for-a-slow-client
   ;; README (Threading): bodies produced by blocking code are streamed from a worker thread
   ;; that waits while the client does not read. That holds when respond is called on the event
   ;; loop; called from any other thread (a future, a core.async go block, an HTTP client's
@@ -375,7 +375,7 @@
                 (str kind ": respond, called from a future, has not returned 3 s later: it is writing"
                      " the body to a client that does not read"))))))))
 
-(deftest tiny-file-parts-block-the-event-loop-on-disk
+(deftest file-parts-are-written-off-the-event-loop
   ;; wrap-multipart-params, async arity, parses on the event loop (the body is in memory), and
   ;; a part with a filename becomes a temp file: created (owner-only permissions), written,
   ;; closed, and deleted at the end of the request, each a file-system call on the loop.

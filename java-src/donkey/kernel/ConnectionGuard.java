@@ -226,11 +226,21 @@ final class ConnectionGuard {
       if (x != null && x.unanswered()) {
         // owed a response: never idle; its body or its handler has a limit of its own
         if (x.awaitsBody()) {
-          if (bodyLimit > 0 && quiet > bodyLimit) {
+          // a body read before an async handler: the gaps between its bytes are bounded by
+          // the body timeout, its whole by the handler's, so a trickle cannot last forever
+          long since = x.bodySince(now);
+          if (bodyLimit > 0 && quiet > bodyLimit || asyncLimit > 0 && now - since > asyncLimit) {
             if (bodyLate == null) bodyLate = new ArrayList<>();
             bodyLate.add(x);
           }
-        } else if (x.dispatchedAt != 0) {
+        } else if (x.dispatchedAt == 0) {
+          // neither reading a body nor dispatched: only a kernel bug leaves a request so; it
+          // must not hold its connection
+          if (waitLimit > 0 && quiet > waitLimit) {
+            if (stuck == null) stuck = new ArrayList<>();
+            stuck.add(c);
+          }
+        } else {
           long limit = x.async() ? asyncLimit : requestLimit;
           if (limit > 0 && now - x.dispatchedAt > limit) {
             if (timedOut == null) timedOut = new ArrayList<>();

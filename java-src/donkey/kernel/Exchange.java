@@ -14,6 +14,7 @@ import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.HttpVersion;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -76,6 +77,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private volatile boolean timedOut;
   /** True once {@link #watchEnd} registered this as the response's end handler. */
   private boolean endWatched;
+  /** True when the connection closes after this response ({@link #closeAfterResponse}). */
+  private volatile boolean closeAfter;
   /**
    * Loop-confined: true while {@link #dispatch} runs this exchange's non-blocking handler. A
    * response the handler gives meanwhile, on the loop, is kept in {@link #given} and written
@@ -187,6 +190,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     RequestBody b = body;
     if (b != null) b.discardRest();
     runAtEnd();
+    if (closeAfter) req.connection().close();
   }
 
   /**
@@ -226,12 +230,33 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     // timeout only counts from dispatch (dispatchedAt)
     if (connection != null) connection.current = this;
     HeadCheck check = loop.headCheck;
-    String bad = check.check(req);
+    String bad;
+    try {
+      bad = check.check(req);
+    } catch (RuntimeException e) {
+      LOG.log(Level.ERROR, "the head of " + where() + " could not be checked", e);
+      bad = "Bad Request: malformed request";
+    }
     if (bad != null) {
       answered = 1;
-      closeWith(400, bad);
+      closeWith(check.status, bad);
       return;
     }
+    // the client's last request (RFC 9112 9.6): no request read behind it is served, and the
+    // connection closes after its answer, which says so
+    if (check.close) closeAfterResponse();
+    try {
+      begin(cfg, check);
+    } catch (RuntimeException e) {
+      // a bug of the kernel's, on input it should have refused: the request still gets an
+      // answer, and the connection no further requests
+      LOG.log(Level.ERROR, "the request " + where() + " failed before its handler ran", e);
+      if (claim()) closeWith(500, ERROR_500);
+    }
+  }
+
+  /** Event loop: the rest of {@link #start}: routing, the body, the dispatch. */
+  private void begin(ServerConfig cfg, HeadCheck check) {
     // A request without framing headers has no body, and needs no other header of the kernel
     // unless the routes negotiate media types: its headers are scanned only if the handler
     // reads :headers (LazyRequestMap). Otherwise the one pass picks up every value needed,
@@ -255,8 +280,27 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       dispatch(null);
       return;
     }
+    // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
     body = RequestBody.read(this, req, length, async,
-        head.expect != null && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
+        head.expect != null && req.version() == HttpVersion.HTTP_1_1
+            && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
+  }
+
+  /**
+   * Any thread: this request's answer is the connection's last (the client or the handler
+   * said {@code Connection: close}): requests read behind it are not served (a task on the
+   * loop, queued before the response's end is), the answer says close, and the connection is
+   * closed once it has been sent.
+   */
+  void closeAfterResponse() {
+    if (closeAfter) return;
+    closeAfter = true;
+    onLoop(() -> {
+      if (connection != null) connection.closing = true;
+    });
+    if (!resp.headWritten()) {
+      resp.headersEndHandler(v -> resp.headers().set(HttpHeaders.CONNECTION, HttpHeaders.CLOSE));
+    }
   }
 
   /** True while the body is read before the (async) handler runs: not dispatched yet. */
@@ -266,8 +310,18 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   /**
+   * Event loop (the connection sweep): when the body read before an async handler began to be
+   * read ({@code now} at the sweep's first look).
+   */
+  long bodySince(long now) {
+    RequestBody b = body;
+    return b == null ? now : b.since(now);
+  }
+
+  /**
    * Event loop (the connection sweep): the body read before an async handler stopped arriving
-   * for {@code :body-timeout}; answers 408.
+   * for {@code :body-timeout}, or did not arrive whole within the handler's timeout; answers
+   * 408.
    */
   void bodyTimedOut() {
     RequestBody b = body;

@@ -3,29 +3,41 @@ package donkey.kernel;
 import donkey.ring.RequestMap;
 import io.netty.util.AsciiString;
 import io.vertx.core.MultiMap;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
 import java.util.Iterator;
 import java.util.Map;
 
 /**
- * The checks a request head gets before it is routed (RFC 9112), beyond what Vert.x's decoder
- * already refuses: a request target with a control character or a space; a header line with an
- * empty name; on HTTP/1.1 a missing Host header, more than one, or one whose value is not a
- * {@code host[:port]}; an absolute-form target whose authority is not one (or carries userinfo).
- * A head that fails gets 400 and its connection closed. One pass over the header lines, which
- * also picks up the framing headers the kernel reads next.
+ * The checks a request head gets before it is routed (RFC 9110, RFC 9112), beyond what
+ * Vert.x's decoder already refuses:
+ * <ul>
+ *   <li>the request target: origin-form ({@code /path?query}), absolute-form with a valid
+ *       authority and no userinfo, or {@code *} for OPTIONS; no control character or space
+ *       (400);
+ *   <li>the method: CONNECT (donkey makes no tunnels) and a standard method spelled in another
+ *       case, which a front end would pass as an unknown method while a handler sees the
+ *       standard one, get 501;
+ *   <li>the header lines: none without a name; on HTTP/1.1 exactly one Host, whose value is
+ *       an RFC 3986 {@code host[:port]} (IP literals checked against their grammars) (400).
+ * </ul>
+ * A head that fails is answered ({@link #status}) and its connection closed. One pass over the
+ * header lines, which also picks up the framing headers the kernel reads next and whether the
+ * client asked to close the connection.
  *
  * <p>Threading: one instance per event loop, used by that loop only; its fields describe the
  * head {@link #check} saw last.
  */
 final class HeadCheck {
+  /** The status of the answer when {@link #check} refused the head: 400 or 501. */
+  int status;
   /** The first Content-Length line's value, or null. */
   String contentLength;
   /** The first Transfer-Encoding line's value, or null. */
   String transferEncoding;
-  /** How many Transfer-Encoding lines the head has. */
-  int transferEncodings;
+  /** True when a Connection line lists {@code close}: the connection ends with this request. */
+  boolean close;
   /**
    * The request target and Host value this loop last found valid: the next request on a
    * connection usually repeats them, and an equal String is valid without a second scan.
@@ -36,18 +48,26 @@ final class HeadCheck {
   /**
    * Event loop: checks {@code req}'s head.
    *
-   * @return null when it may be served, else the reason for the 400, to send as it is
+   * @return null when it may be served, else the reason for the answer ({@link #status}), to
+   *     send as it is
    */
   String check(HttpServerRequest req) {
     contentLength = null;
     transferEncoding = null;
-    transferEncodings = 0;
+    close = false;
+    status = 400;
+    HttpMethod method = req.method();
+    if (!isCommon(method)) {
+      String refused = unusual(method);
+      if (refused != null) {
+        status = 501;
+        return refused;
+      }
+    }
     String uri = req.uri();
     if (!uri.equals(validTarget)) {
-      for (int i = 0; i < uri.length(); i++) {
-        char c = uri.charAt(i);
-        if (c <= ' ' || c == 0x7f) return "Bad Request: invalid character in the request target";
-      }
+      String bad = target(uri, method);
+      if (bad != null) return bad;
       validTarget = uri;
     }
     String host = null;
@@ -65,13 +85,17 @@ final class HeadCheck {
           if (AsciiString.contentEqualsIgnoreCase(name, "host") && hosts++ == 0) {
             host = line.getValue().toString();
           }
+        } else if (n == 10) {
+          if (AsciiString.contentEqualsIgnoreCase(name, "connection")) {
+            close |= listsClose(line.getValue());
+          }
         } else if (n == 14) {
           if (contentLength == null && AsciiString.contentEqualsIgnoreCase(name, "content-length")) {
             contentLength = line.getValue().toString();
           }
         } else if (n == 17) {
-          if (AsciiString.contentEqualsIgnoreCase(name, "transfer-encoding")
-              && transferEncodings++ == 0) {
+          if (transferEncoding == null
+              && AsciiString.contentEqualsIgnoreCase(name, "transfer-encoding")) {
             transferEncoding = line.getValue().toString();
           }
         } else if (n == 0) {
@@ -83,10 +107,11 @@ final class HeadCheck {
         String name = line.getKey();
         if (name.isEmpty()) return "Bad Request: a header line without a name";
         if (name.equalsIgnoreCase("host") && hosts++ == 0) host = line.getValue();
+        if (name.equalsIgnoreCase("connection")) close |= listsClose(line.getValue());
         if (contentLength == null && name.equalsIgnoreCase("content-length")) {
           contentLength = line.getValue();
         }
-        if (name.equalsIgnoreCase("transfer-encoding") && transferEncodings++ == 0) {
+        if (transferEncoding == null && name.equalsIgnoreCase("transfer-encoding")) {
           transferEncoding = line.getValue();
         }
       }
@@ -98,19 +123,77 @@ final class HeadCheck {
       if (!isAuthority(host, true)) return "Bad Request: invalid Host header";
       validHost = host;
     }
-    if (uri.isEmpty() || uri.charAt(0) != '/') {
-      String authority = RequestMap.absoluteAuthority(uri);
-      if (authority != null && !isAuthority(authority, false)) {
-        return "Bad Request: invalid authority in the request target";
+    return null;
+  }
+
+  /** The methods Vert.x hands out as its own constants: nothing more to check. */
+  private static boolean isCommon(HttpMethod m) {
+    return m == HttpMethod.GET || m == HttpMethod.POST || m == HttpMethod.PUT
+        || m == HttpMethod.DELETE || m == HttpMethod.HEAD || m == HttpMethod.OPTIONS
+        || m == HttpMethod.PATCH;
+  }
+
+  private static final String[] STANDARD = {"GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS",
+      "PATCH", "TRACE", "CONNECT"};
+
+  /**
+   * The reason a method other than the common ones is refused (501), or null: CONNECT, and
+   * a standard method in another case (methods are case-sensitive, RFC 9110 9.1).
+   */
+  private static String unusual(HttpMethod m) {
+    String name = m.name();
+    if (name.equals("CONNECT")) return "Not Implemented: CONNECT";
+    for (String s : STANDARD) {
+      if (name.equalsIgnoreCase(s) && !name.equals(s)) {
+        return "Not Implemented: methods are case-sensitive";
       }
     }
     return null;
   }
 
   /**
-   * True when {@code s} is an RFC 3986 {@code host [ ":" port ]}: an IP literal in brackets, or
-   * a registered name or IPv4 address (unreserved characters, percent-encodings and
-   * sub-delimiters), with an optional decimal port up to 65535. No userinfo.
+   * Null when {@code uri} is a request target donkey serves (RFC 9112 3.2): origin-form,
+   * absolute-form with a valid authority, or {@code *} for OPTIONS; else the reason for a 400.
+   */
+  private static String target(String uri, HttpMethod method) {
+    for (int i = 0; i < uri.length(); i++) {
+      char c = uri.charAt(i);
+      if (c <= ' ' || c == 0x7f) return "Bad Request: invalid character in the request target";
+    }
+    if (uri.startsWith("/")) return null;
+    if (uri.equals("*")) {
+      return method == HttpMethod.OPTIONS ? null : "Bad Request: * is a target for OPTIONS only";
+    }
+    String authority = RequestMap.absoluteAuthority(uri);
+    if (authority == null) return "Bad Request: invalid request target";
+    if (!isAuthority(authority, false)) {
+      return "Bad Request: invalid authority in the request target";
+    }
+    return null;
+  }
+
+  /** True when a Connection value (a comma-separated list of options) lists {@code close}. */
+  static boolean listsClose(CharSequence v) {
+    int n = v.length();
+    int i = 0;
+    while (i < n) {
+      while (i < n && (v.charAt(i) == ' ' || v.charAt(i) == '\t' || v.charAt(i) == ',')) i++;
+      int start = i;
+      while (i < n && v.charAt(i) != ',') i++;
+      int end = i;
+      while (end > start && (v.charAt(end - 1) == ' ' || v.charAt(end - 1) == '\t')) end--;
+      if (end - start == 5 && AsciiString.regionMatches(v, true, start, "close", 0, 5)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * True when {@code s} is an RFC 3986 {@code host [ ":" port ]}: an IP literal in brackets
+   * (IPv6, with an RFC 6874 zone, or IPvFuture), or a registered name or IPv4 address
+   * (unreserved characters, percent-encodings and sub-delimiters), with an optional decimal
+   * port up to 65535. No userinfo.
    *
    * @param mayBeEmpty true where an empty value is valid (a Host header, for a target without
    *     an authority)
@@ -121,20 +204,14 @@ final class HeadCheck {
     int i = 0;
     if (s.charAt(0) == '[') {
       int close = s.indexOf(']');
-      if (close < 2) return false;
-      for (i = 1; i < close; i++) {
-        char c = s.charAt(i);
-        if (!(isUnreserved(c) || isSubDelim(c) || c == ':' || c == '%')) return false;
-      }
+      if (close < 0 || !isIpLiteral(s, 1, close)) return false;
       i = close + 1;
     } else {
       for (; i < n; i++) {
         char c = s.charAt(i);
         if (c < 128 && REG_NAME[c]) continue;
         if (c == ':') break;
-        if (c != '%' || i + 2 >= n || hex(s.charAt(i + 1)) < 0 || hex(s.charAt(i + 2)) < 0) {
-          return false;
-        }
+        if (c != '%' || !isPctEncoded(s, i)) return false;
         i += 2;
       }
       if (i == 0) return false; // a port without a host
@@ -153,25 +230,107 @@ final class HeadCheck {
     return port <= 65535;
   }
 
+  /** {@code s[from, to)}: an IPv6 address (with an RFC 6874 zone) or an IPvFuture. */
+  private static boolean isIpLiteral(String s, int from, int to) {
+    if (from >= to) return false;
+    char c0 = s.charAt(from);
+    if (c0 == 'v' || c0 == 'V') {
+      int i = from + 1;
+      int hex = i;
+      while (i < to && hex(s.charAt(i)) >= 0) i++;
+      if (i == hex || i >= to || s.charAt(i) != '.') return false;
+      if (++i >= to) return false;
+      for (; i < to; i++) {
+        char c = s.charAt(i);
+        if (!(c < 128 && REG_NAME[c] || c == ':')) return false;
+      }
+      return true;
+    }
+    int zone = s.indexOf("%25", from);
+    if (zone >= 0 && zone < to) {
+      if (zone + 3 >= to) return false;
+      for (int i = zone + 3; i < to; i++) {
+        char c = s.charAt(i);
+        if (c < 128 && UNRESERVED[c]) continue;
+        if (c != '%' || !isPctEncoded(s, i)) return false;
+        i += 2;
+      }
+      to = zone;
+    }
+    return isIpv6(s, from, to);
+  }
+
+  /** {@code s[from, to)}: RFC 4291 text form (hex groups, one {@code ::}, a dotted tail). */
+  private static boolean isIpv6(String s, int from, int to) {
+    int groups = 0;
+    boolean elided = false;
+    int i = from;
+    if (s.startsWith("::", i)) {
+      elided = true;
+      i += 2;
+      if (i == to) return true;
+    } else if (i < to && s.charAt(i) == ':') {
+      return false;
+    }
+    while (i < to) {
+      int start = i;
+      while (i < to && hex(s.charAt(i)) >= 0) i++;
+      if (i < to && s.charAt(i) == '.') {
+        // an IPv4 tail: the last 32 bits
+        if (!isIpv4(s, start, to)) return false;
+        groups += 2;
+        i = to;
+        break;
+      }
+      int len = i - start;
+      if (len < 1 || len > 4) return false;
+      groups++;
+      if (i == to) break;
+      if (s.charAt(i) != ':') return false;
+      i++;
+      if (i < to && s.charAt(i) == ':') {
+        if (elided) return false;
+        elided = true;
+        i++;
+      } else if (i == to) {
+        return false; // a trailing single colon
+      }
+    }
+    return elided ? groups <= 7 : groups == 8;
+  }
+
+  private static boolean isIpv4(String s, int from, int to) {
+    int parts = 0;
+    int i = from;
+    while (i <= to) {
+      int start = i;
+      int v = 0;
+      while (i < to && s.charAt(i) >= '0' && s.charAt(i) <= '9' && i - start < 3) {
+        v = v * 10 + (s.charAt(i) - '0');
+        i++;
+      }
+      if (i == start || v > 255 || (i - start > 1 && s.charAt(start) == '0')) return false;
+      parts++;
+      if (i == to) break;
+      if (s.charAt(i) != '.') return false;
+      i++;
+    }
+    return parts == 4;
+  }
+
+  private static boolean isPctEncoded(String s, int i) {
+    return i + 2 < s.length() && hex(s.charAt(i + 1)) >= 0 && hex(s.charAt(i + 2)) >= 0;
+  }
+
   /** The characters of a reg-name besides percent-encodings: unreserved and sub-delims. */
   private static final boolean[] REG_NAME = new boolean[128];
+  private static final boolean[] UNRESERVED = new boolean[128];
 
   static {
-    for (char c = 0; c < 128; c++) REG_NAME[c] = isUnreserved(c) || isSubDelim(c);
-  }
-
-  private static boolean isUnreserved(char c) {
-    return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-        || c == '-' || c == '.' || c == '_' || c == '~';
-  }
-
-  private static boolean isSubDelim(char c) {
-    switch (c) {
-      case '!': case '$': case '&': case '\'': case '(': case ')':
-      case '*': case '+': case ',': case ';': case '=':
-        return true;
-      default:
-        return false;
+    for (char c = 0; c < 128; c++) {
+      UNRESERVED[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+          || c == '-' || c == '.' || c == '_' || c == '~';
+      REG_NAME[c] = UNRESERVED[c] || "!$&'()*+,;=".indexOf(c) >= 0;
     }
   }
 

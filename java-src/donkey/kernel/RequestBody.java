@@ -33,6 +33,8 @@ final class RequestBody {
   /** True once the body has been refused or has failed: what still arrives is dropped. */
   private boolean rejected;
   private long received;
+  /** When the sweep first saw the body being read (loop-confined), or UNSTAMPED. */
+  private long since = ConnectionGuard.UNSTAMPED;
 
   private RequestBody(Exchange exchange, HttpServerRequest req) {
     this.exchange = exchange;
@@ -190,9 +192,16 @@ final class RequestBody {
     return buffered != null;
   }
 
+  /** Event loop (the sweep): when the body began to be read, stamped {@code now} at first. */
+  long since(long now) {
+    if (since == ConnectionGuard.UNSTAMPED) since = now;
+    return since;
+  }
+
   /**
    * Event loop (the connection sweep): the body read before an async handler stopped arriving
-   * for {@code :body-timeout}; answers 408 and closes the connection.
+   * for {@code :body-timeout}, or has not arrived whole within the async handler's timeout;
+   * answers 408 and closes the connection.
    */
   void timedOut() {
     if (!exchange.claim()) return;

@@ -7,7 +7,6 @@ import donkey.ring.ResponseMap;
 import donkey.ring.ResponseOutputStream;
 import donkey.ring.ResponseWriter;
 import donkey.ring.StreamingBody;
-import io.vertx.core.Context;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
@@ -23,7 +22,7 @@ import java.util.concurrent.RejectedExecutionException;
  * pool worker answered is prepared on the worker and ended by the loop's {@link Outbox} in a
  * batch; other fixed bodies and files are written from the thread that has them (Vert.x queues
  * writes from other threads and drains them on the loop in batches with one flush); streamed
- * bodies from a worker thread, which waits while the client does not read; channel bodies are
+ * bodies from a pool worker, which waits while the client does not read; channel bodies are
  * opened on the loop.
  *
  * <p>Threading: as each method says. Stateless: what a response needs between threads lives in
@@ -47,15 +46,18 @@ final class ResponseSender {
     }
     IPersistentMap r = (IPersistentMap) response;
     if (kind == ResponseMap.Kind.STREAM) {
-      if (Context.isOnEventLoopThread()) {
+      // streamed by a worker, which waits while the client does not read: never by the event
+      // loop, nor by the thread that called respond (an application's callback or go-block
+      // pool, which a client that stops reading must not hold)
+      if (loop.workers.isWorkerThread()) {
+        stream(x, r);
+      } else {
         try {
           loop.workers.execute(() -> stream(x, r));
         } catch (RejectedExecutionException e) {
           ResponseMap.discard(r);
           x.onLoop(() -> x.closeWith(503, "Service Unavailable"));
         }
-      } else {
-        stream(x, r);
       }
     } else if (kind == ResponseMap.Kind.CHANNEL) {
       x.onLoop(() -> writeNow(x, r, kind));
@@ -91,6 +93,7 @@ final class ResponseSender {
       HttpServerResponse resp = x.response();
       ResponseWriter.writeHead(resp, r, x.loop().answers.date(), x.loop().serverHeader);
       int framing = framing(x, resp.getStatusCode());
+      closeIfSaid(x, resp);
       Object b = r.valAt(ResponseMap.BODY);
       if (kind == ResponseMap.Kind.FILE) {
         ResponseWriter.sendFile(resp, (java.io.File) b, framing);
@@ -117,6 +120,7 @@ final class ResponseSender {
     Buffer b = ResponseWriter.writeFixed(resp, r, x.loop().answers.date(), x.loop().serverHeader,
         framing(x, status));
     ResponseWriter.status(resp, status);
+    closeIfSaid(x, resp);
     if (b == null) {
       resp.end();
     } else {
@@ -172,6 +176,7 @@ final class ResponseSender {
     if (closed(x)) return;
     try {
       ResponseWriter.status(x.response(), status);
+      closeIfSaid(x, x.response());
       ResponseWriter.end(x.response(), body);
       x.endedOnLoop();
     } catch (Throwable t) {
@@ -195,6 +200,7 @@ final class ResponseSender {
     try {
       x.watchEnd();
       ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
+      closeIfSaid(x, resp);
       MultiMap h = resp.headers();
       long declared = Framing.declared(h);
       h.remove(HttpHeaders.CONTENT_LENGTH);
@@ -216,6 +222,15 @@ final class ResponseSender {
         x.fail(t);
       }
     }
+  }
+
+  /**
+   * The thread that owns the response, before it ends: a handler's {@code Connection: close}
+   * makes this response the connection's last (RFC 9112 9.6).
+   */
+  private static void closeIfSaid(Exchange x, HttpServerResponse resp) {
+    String c = resp.headers().get(HttpHeaders.CONNECTION);
+    if (c != null && HeadCheck.listsClose(c)) x.closeAfterResponse();
   }
 
   /** How a response with {@code status} to this request is framed ({@link Framing#of}). */

@@ -20,9 +20,10 @@ import java.util.ArrayDeque;
  * <p>Threading: {@link #offer}, {@link #end} and {@link #fail} run on the request's event
  * loop; the read methods block and run on the handler's (worker or virtual) thread.
  *
- * <p>Bad input: when the client goes away, the body grows past {@code :max-body-size}, or no
+ * <p>Bad input: when the client goes away, the body grows past {@code :max-body-size}, no
  * body arrives for {@code :body-timeout} ms while the handler waits (a client trickling its
- * body), the next read throws {@link IOException}.
+ * body), or the request was answered (a timeout) before the handler had read all of its body,
+ * the next read throws {@link IOException}: a handler never takes part of a body for all of it.
  */
 public final class BodyInputStream extends InputStream {
   static final int HIGH_WATER = 256 * 1024;
@@ -39,6 +40,8 @@ public final class BodyInputStream extends InputStream {
   private boolean ended;
   private IOException error;
   private boolean discard;
+  /** True when the rest was discarded before the whole body had been queued and read. */
+  private boolean cut;
   private Buffer current;
   private int pos;
   private final long timeoutNanos;
@@ -93,6 +96,7 @@ public final class BodyInputStream extends InputStream {
   public void discardRest() {
     boolean resume;
     synchronized (this) {
+      if (!discard && !(ended && queue.isEmpty())) cut = true;
       discard = true;
       queue.clear();
       queued = 0;
@@ -139,6 +143,12 @@ public final class BodyInputStream extends InputStream {
       synchronized (this) {
         while (queue.isEmpty()) {
           if (error != null) throw error;
+          if (cut) {
+            // a handler still reading when its request was answered (a timeout) must not take
+            // what it has read for the whole body
+            throw new IOException("the request has been answered; the rest of its body was"
+                + " not read");
+          }
           if (ended || discard) return false;
           try {
             if (timeoutNanos <= 0) {

@@ -87,10 +87,14 @@ public final class RequestMap {
     public String expect;
     public String host;
     public String forwardedFor;
-    /** Names and values while scanning; null once too many names for a linear scan. */
+    /**
+     * Names and values while scanning; null once too many names for a linear scan. A value is
+     * a String, or a StringBuilder collecting a repeated header's values (joined once each,
+     * not copied again per line).
+     */
     private Object[] kv;
     private int len;
-    private HashMap<String, String> big;
+    private HashMap<String, Object> big;
 
     private Head() {
       // Sized by growing, never by MultiMap.size(): on Vert.x 5's HTTP/1.x headers, size()
@@ -103,20 +107,20 @@ public final class RequestMap {
     public void accept(String rawName, String value) {
       String name = HeaderNames.lower(rawName);
       if (big != null) {
-        String old = big.get(name);
+        Object old = big.get(name);
         big.put(name, old == null ? value : join(name, old, value));
         return;
       }
       for (int i = 0; i < len; i += 2) {
         if (name.equals(kv[i])) {
-          kv[i + 1] = join(name, (String) kv[i + 1], value);
+          kv[i + 1] = join(name, kv[i + 1], value);
           return;
         }
       }
       if (len == kv.length) {
         if (len == 2 * SMALL_HEADERS) {
           big = new HashMap<>();
-          for (int i = 0; i < len; i += 2) big.put((String) kv[i], (String) kv[i + 1]);
+          for (int i = 0; i < len; i += 2) big.put((String) kv[i], kv[i + 1]);
           big.put(name, value);
           kv = null;
           len = 0;
@@ -130,10 +134,13 @@ public final class RequestMap {
 
     private Head finish() {
       if (big != null) {
+        for (Map.Entry<String, Object> e : big.entrySet()) {
+          if (e.getValue() instanceof StringBuilder) e.setValue(e.getValue().toString());
+        }
         Object[] names = big.keySet().toArray();
         headers = donkey.codec.KeyHashes.tooManyShared(names, 0, 1, names.length) ? sorted(big)
             : PersistentHashMap.create(big);
-        for (Map.Entry<String, String> e : big.entrySet()) pick(e.getKey(), e.getValue());
+        for (Map.Entry<String, Object> e : big.entrySet()) pick(e.getKey(), (String) e.getValue());
         big = null;
         return this;
       }
@@ -141,6 +148,9 @@ public final class RequestMap {
       if (len < a.length) {
         a = new Object[len];
         System.arraycopy(kv, 0, a, 0, len);
+      }
+      for (int i = 1; i < len; i += 2) {
+        if (a[i] instanceof StringBuilder) a[i] = a[i].toString();
       }
       if (len > 0) headers = len <= 16 ? new PersistentArrayMap(a) : PersistentHashMap.create(a);
       for (int i = 0; i < len; i += 2) pick((String) a[i], (String) a[i + 1]);
@@ -154,9 +164,9 @@ public final class RequestMap {
       return b instanceof String ? 1 : clojure.lang.Util.compare(a, b);
     };
 
-    private static IPersistentMap sorted(Map<String, String> all) {
+    private static IPersistentMap sorted(Map<String, Object> all) {
       IPersistentMap m = new clojure.lang.PersistentTreeMap(null, NAMES_FIRST);
-      for (Map.Entry<String, String> e : all.entrySet()) m = m.assoc(e.getKey(), e.getValue());
+      for (Map.Entry<String, Object> e : all.entrySet()) m = m.assoc(e.getKey(), e.getValue());
       return m;
     }
 
@@ -414,8 +424,11 @@ public final class RequestMap {
     return port <= 65535 ? port : -1;
   }
 
-  private static String join(String name, String a, String b) {
-    return a + ("cookie".equals(name) ? "; " : ",") + b;
+  /** {@code old} (a String or the StringBuilder of earlier values) with {@code value} joined. */
+  private static StringBuilder join(String name, Object old, String value) {
+    StringBuilder sb = old instanceof StringBuilder ? (StringBuilder) old
+        : new StringBuilder((String) old);
+    return sb.append("cookie".equals(name) ? "; " : ",").append(value);
   }
 
   /**
