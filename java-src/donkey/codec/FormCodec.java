@@ -14,9 +14,7 @@ import java.nio.charset.Charset;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CoderResult;
 import java.nio.charset.CodingErrorAction;
-import java.nio.charset.IllegalCharsetNameException;
 import java.nio.charset.StandardCharsets;
-import java.nio.charset.UnsupportedCharsetException;
 import java.util.HashMap;
 
 /**
@@ -67,9 +65,6 @@ import java.util.HashMap;
  * refused before the hash map is built, so it never holds more than a few keys of one hash.
  */
 public final class FormCodec {
-  /** The media type whose body {@link #decode} understands. */
-  public static final String FORM_MEDIA_TYPE = "application/x-www-form-urlencoded";
-
   private static final Charset UTF_8 = StandardCharsets.UTF_8;
   private static final Charset ISO_8859_1 = StandardCharsets.ISO_8859_1;
   private static final Charset US_ASCII = StandardCharsets.US_ASCII;
@@ -367,92 +362,6 @@ public final class FormCodec {
   }
 
   /**
-   * True when the media type of {@code contentType} (the part before any {@code ;}, ignoring
-   * surrounding whitespace and case) is {@code application/x-www-form-urlencoded}. Stricter
-   * than Ring 1.8.2, which tests a case-sensitive prefix, and more lenient, in that media types
-   * are case-insensitive (RFC 9110).
-   */
-  public static boolean isUrlEncodedForm(String contentType) {
-    if (contentType == null) return false;
-    int end = contentType.indexOf(';');
-    if (end < 0) end = contentType.length();
-    int start = 0;
-    while (start < end && isWhitespace(contentType.charAt(start))) start++;
-    while (end > start && isWhitespace(contentType.charAt(end - 1))) end--;
-    int len = FORM_MEDIA_TYPE.length();
-    return end - start == len && contentType.regionMatches(true, start, FORM_MEDIA_TYPE, 0, len);
-  }
-
-  /**
-   * The value of the {@code charset} parameter of {@code contentType} (a token or a quoted
-   * string, the parameter name case-insensitive), or null when there is none.
-   */
-  public static String charsetParam(String contentType) {
-    if (contentType == null) return null;
-    int n = contentType.length();
-    int i = contentType.indexOf(';');
-    while (i >= 0 && i < n) {
-      i++;
-      while (i < n && isWhitespace(contentType.charAt(i))) i++;
-      int nameStart = i;
-      while (i < n && contentType.charAt(i) != '=' && contentType.charAt(i) != ';') i++;
-      int nameEnd = i;
-      while (nameEnd > nameStart && isWhitespace(contentType.charAt(nameEnd - 1))) nameEnd--;
-      if (i >= n || contentType.charAt(i) == ';') continue;
-      i++;
-      while (i < n && isWhitespace(contentType.charAt(i))) i++;
-      String value;
-      if (i < n && contentType.charAt(i) == '"') {
-        StringBuilder sb = new StringBuilder();
-        i++;
-        while (i < n && contentType.charAt(i) != '"') {
-          if (contentType.charAt(i) == '\\' && i + 1 < n) i++;
-          sb.append(contentType.charAt(i++));
-        }
-        value = sb.toString();
-      } else {
-        int valueStart = i;
-        while (i < n && contentType.charAt(i) != ';') i++;
-        int valueEnd = i;
-        while (valueEnd > valueStart && isWhitespace(contentType.charAt(valueEnd - 1))) valueEnd--;
-        value = contentType.substring(valueStart, valueEnd);
-      }
-      if (nameEnd - nameStart == 7 && contentType.regionMatches(true, nameStart, "charset", 0, 7)) {
-        return value.isEmpty() ? null : value;
-      }
-      i = contentType.indexOf(';', i);
-    }
-    return null;
-  }
-
-  /**
-   * The charset named by {@code contentType}'s {@code charset} parameter, or UTF-8 when it has
-   * none (or is null).
-   *
-   * @throws UnsupportedCharsetException when the named charset is unknown or its name is
-   *     illegal
-   */
-  public static Charset requestCharset(String contentType) {
-    String name = charsetParam(contentType);
-    return name == null ? UTF_8 : charset(name);
-  }
-
-  /**
-   * The charset called {@code name}; UTF-8 and ISO-8859-1 without a registry lookup.
-   *
-   * @throws UnsupportedCharsetException when it is unknown or the name is illegal
-   */
-  public static Charset charset(String name) {
-    if ("UTF-8".equalsIgnoreCase(name) || "utf8".equalsIgnoreCase(name)) return UTF_8;
-    if ("ISO-8859-1".equalsIgnoreCase(name)) return ISO_8859_1;
-    try {
-      return Charset.forName(name);
-    } catch (IllegalCharsetNameException e) {
-      throw new UnsupportedCharsetException(name);
-    }
-  }
-
-  /**
    * Ring's rule ({@code ring.middleware.keyword-params}, without namespaces) for a key that may
    * become a keyword: {@code [\p{L}*+!_?-][\p{L}\d*+!_?-]*}, where {@code \d} is ASCII 0-9.
    * So {@code "a"}, {@code "é"}, {@code "a-1"} qualify; {@code ""}, {@code "1a"},
@@ -480,10 +389,6 @@ public final class FormCodec {
 
   private static final KeywordCache KEYS =
       new KeywordCache(k -> isKeywordSyntax(k) ? Keyword.intern(null, k) : k);
-
-  private static boolean isWhitespace(char c) {
-    return c == ' ' || c == '\t';
-  }
 
   /** The values of a key seen more than once, in order. */
   private static final class Multi {

@@ -12,6 +12,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.nio.charset.UnsupportedCharsetException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -127,17 +128,12 @@ public final class Multipart {
 
   /** True if {@code contentType} (a header value, may be null) is multipart/form-data. */
   public static boolean isFormData(String contentType) {
-    return contentType != null && "multipart/form-data".equals(MultipartHeaders.mediaType(contentType));
+    return ContentType.is(contentType, "multipart", "form-data");
   }
 
-  /**
-   * The {@code boundary} parameter of a Content-Type header value, or null when it has none.
-   *
-   * @throws MultipartException (400) if the parameter list is malformed
-   */
+  /** The {@code boundary} parameter of a Content-Type header value, or null when it has none. */
   public static String boundary(String contentType) {
-    if (contentType == null) return null;
-    String b = MultipartHeaders.params(contentType, "Content-Type").get("boundary");
+    String b = ContentType.param(contentType, "boundary");
     return b == null || b.isEmpty() ? null : b;
   }
 
@@ -163,8 +159,12 @@ public final class Multipart {
     }
     Charset fallback = fallbackCharset;
     if (fallback == null) {
-      String cs = MultipartHeaders.params(contentType, "Content-Type").get("charset");
-      fallback = cs == null ? StandardCharsets.UTF_8 : MultipartHeaders.charset(cs);
+      try {
+        fallback = ContentType.charset(contentType);
+      } catch (UnsupportedCharsetException e) {
+        throw MultipartHeaders.unsupported(e.getCharsetName());
+      }
+      if (fallback == null) fallback = StandardCharsets.UTF_8;
     }
     return parseBody(body, boundary, fallback);
   }

@@ -1,6 +1,7 @@
 package donkey.route;
 
 import clojure.lang.IFn;
+import donkey.codec.ContentType;
 import java.util.Arrays;
 import java.util.Locale;
 
@@ -47,8 +48,8 @@ public final class Route {
     if (handler == null) throw invalid("no :handler");
     if (mode == null) throw invalid("no :handler-mode");
     linkForInlining(handler);
-    for (String m : this.consumes) MediaTypes.checkRange(m, this);
-    for (String m : this.produces) MediaTypes.checkRange(m, this);
+    for (String m : this.consumes) checkRange(m);
+    for (String m : this.produces) checkRange(m);
   }
 
   /**
@@ -69,6 +70,12 @@ public final class Route {
       Class.forName("java.lang.Object", false, loader);
     } catch (ClassNotFoundException | LinkageError e) {
       // a loader that cannot find Object cannot have loaded fn; nothing to do
+    }
+  }
+
+  private void checkRange(String range) {
+    if (!ContentType.isRange(range)) {
+      throw invalid("bad media type \"" + range + "\" (expected type/subtype, type/* or */*)");
     }
   }
 

@@ -42,7 +42,7 @@
 
   Every wrapper has the sync (1-arity) and async (3-arity) Ring arities."
   (:import (clojure.lang IFn Named)
-           (donkey.codec Json JsonException)
+           (donkey.codec ContentType Json JsonException)
            (java.io BufferedInputStream InputStream)))
 
 (set! *warn-on-reflection* true)
@@ -50,7 +50,7 @@
 (defn json-request?
   "True when the request's Content-Type is application/json or application/*+json."
   [request]
-  (Json/isJsonContentType (get (:headers request) "content-type")))
+  (ContentType/isJson (get (:headers request) "content-type")))
 
 (defn- check-opts
   "Checks the options every wrapper shares; returns :max-keys (the default when absent)."

@@ -44,9 +44,9 @@
   `(handler request respond raise)`. The body is read whole into memory; donkey has already
   bounded it by `:max-body-size`."
   (:import (clojure.lang IPersistentMap)
-           (donkey.codec FormCodec KeyHashes MalformedInputException)
+           (donkey.codec ContentType FormCodec KeyHashes MalformedInputException)
            (java.io InputStream)
-           (java.nio.charset Charset IllegalCharsetNameException UnsupportedCharsetException)))
+           (java.nio.charset Charset StandardCharsets UnsupportedCharsetException)))
 
 (set! *warn-on-reflection* true)
 
@@ -73,7 +73,7 @@
        (nil? encoding) nil
        (instance? Charset encoding) encoding
        (string? encoding)
-       (try (FormCodec/charset encoding)
+       (try (ContentType/forName encoding)
             (catch UnsupportedCharsetException _
               (throw (IllegalArgumentException.
                       (str "donkey.middleware.params/" fname ": :encoding names no charset this JVM has: "
@@ -93,7 +93,7 @@
 (defn- charset
   "The charset for `request`: the :encoding option, else the Content-Type's charset, else UTF-8."
   ^Charset [request ^Charset fixed]
-  (or fixed (FormCodec/requestCharset (content-type request))))
+  (or fixed (ContentType/charset (content-type request)) StandardCharsets/UTF_8))
 
 (defn- decode-query ^IPersistentMap [request ^Charset cs keywords? max-params]
   (FormCodec/decode ^String (:query-string request) cs (boolean keywords?) "query string"
@@ -104,7 +104,7 @@
   [request]
   (let [body (:body request)]
     (and (or (instance? InputStream body) (string? body))
-         (FormCodec/isUrlEncodedForm (content-type request)))))
+         (ContentType/is (content-type request) "application" "x-www-form-urlencoded"))))
 
 (defn- decode-form ^IPersistentMap [request ^Charset cs keywords? max-params]
   (let [body (:body request)]
@@ -129,8 +129,6 @@
                                               (.getMessage e#))))))
      ;; the charset name is the client's text: not echoed back
      (catch UnsupportedCharsetException _#
-       (reduced (text-response 415 "Unsupported Media Type: unknown charset in Content-Type")))
-     (catch IllegalCharsetNameException _#
        (reduced (text-response 415 "Unsupported Media Type: unknown charset in Content-Type")))))
 
 (defn- wrap-with
