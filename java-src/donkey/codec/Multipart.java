@@ -20,7 +20,6 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Pattern;
 
 /**
  * A streaming {@code multipart/form-data} parser (RFC 7578 over RFC 2046) producing Ring's
@@ -82,8 +81,6 @@ public final class Multipart {
   public static final Keyword TEMPFILE = Keyword.intern("tempfile");
   public static final Keyword SIZE = Keyword.intern("size");
 
-  /** The names {@code ring.middleware.keyword-params} turns into keywords. */
-  private static final Pattern KEYWORD_SYNTAX = Pattern.compile("[\\p{L}*+!_?-][\\p{L}\\d*+!_?-]*");
   private static final String CHARSET_FIELD = "_charset_";
   private static final int FILE_BUFFER = 16 * 1024;
 
@@ -297,9 +294,9 @@ public final class Multipart {
   private static boolean keywordize(Object[] kv) {
     boolean any = false;
     for (int j = 0; j < kv.length; j += 2) {
-      String name = (String) kv[j];
-      if (KEYWORD_SYNTAX.matcher(name).matches()) {
-        kv[j] = Keyword.intern(name);
+      Object key = FormCodec.keywordKey((String) kv[j]);
+      if (key instanceof Keyword) {
+        kv[j] = key;
         any = true;
       }
     }
