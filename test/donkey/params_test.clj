@@ -9,7 +9,8 @@
             [ring.middleware.keyword-params :as ring-kw]
             [ring.middleware.params :as ring-params]
             [ring.util.codec :as codec])
-  (:import (donkey.codec FormCodec MalformedInputException)
+  (:import (clojure.lang ExceptionInfo)
+           (donkey.codec FormCodec MalformedInputException)
            (java.io ByteArrayInputStream)
            (java.nio.charset Charset StandardCharsets)
            (java.util Random)
@@ -340,10 +341,14 @@
 (defn- pairs-of [names] (str/join "&" (map #(str % "=1") names)))
 
 (defn- refusal
-  "[status message index] of the MalformedInputException `f` throws, or :no-exception."
+  "[status message index] of the MalformedInputException `f` throws, itself or as the cause of
+  the middleware's bad-input exception, or :no-exception."
   [f]
   (try (f) :no-exception
-       (catch MalformedInputException e [(.status e) (.getMessage e) (.index e)])))
+       (catch MalformedInputException e [(.status e) (.getMessage e) (.index e)])
+       (catch ExceptionInfo e
+         (let [^MalformedInputException c (ex-cause e)]
+           [(.status c) (.getMessage c) (.index c)]))))
 
 (def ^:private others (mapv #(str "field" %) (range 10)))
 
