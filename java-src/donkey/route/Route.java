@@ -54,13 +54,10 @@ public final class Route {
 
   /**
    * Has the class loader of {@code fn}'s class resolve {@code java.lang.Object}, the one class
-   * of {@code IFn.invoke}'s signatures. C2 does not inline a method whose signature names a
-   * class its holder's loader has not resolved ("unloaded signature classes"), and a Clojure
-   * fn compiled at run time is defined by a fresh {@code DynamicClassLoader} that often has
-   * not: {@code -XX:+LogCompilation} showed a sync handler loaded from source called, not
-   * inlined, from the worker's compiled code. Resolving through the loader records it as an
-   * initiating loader of Object. Harmless for any other class (AOT-compiled fns, the
-   * bootstrap loader); called at start-up, any thread.
+   * of {@code IFn.invoke}'s signatures: C2 does not inline a method whose signature names a
+   * class its holder's loader has not resolved, and a fn compiled at run time has a fresh
+   * {@code DynamicClassLoader} that often has not. Harmless for any other class; called at
+   * start-up, any thread.
    */
   public static void linkForInlining(Object fn) {
     if (fn == null) return;

@@ -63,7 +63,7 @@ public final class Router {
   /**
    * For each literal path whose routes negotiate no media types, the outcome of every
    * {@link #METHODS} method, worked out at compile time: a request with one of them is
-   * matched by finding its path (see {@link #scannedPaths}), with no allocation. Paths with media types are not here.
+   * matched by finding its path (see {@link #scannedPaths}), with no allocation.
    */
   private final HashMap<String, Match[]> exactOutcomes = new HashMap<>();
   /**
