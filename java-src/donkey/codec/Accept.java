@@ -24,13 +24,13 @@ public final class Accept {
   public static double quality(String accept, String mediaType) {
     if (accept == null) return 1.0;
     int n = accept.length();
-    if (ContentType.skipOws(accept, 0) == n) return 1.0;
+    if (HttpTokens.skipOws(accept, 0) == n) return 1.0;
     int slash = mediaType.indexOf('/');
     double best = 0;
     int bestSpecificity = -1;
     int i = 0;
     while (i < n) {
-      int s = ContentType.skipOws(accept, i);
+      int s = HttpTokens.skipOws(accept, i);
       if (s == n) break;
       if (accept.charAt(s) == ',') {
         i = s + 1;
@@ -50,7 +50,7 @@ public final class Accept {
         int ns = (int) (r >>> 32);
         int ve = (int) r;
         boolean isQ = (accept.charAt(ns) | 0x20) == 'q'
-            && ContentType.tokenEnd(accept, ns) == ns + 1;
+            && HttpTokens.tokenEnd(accept, ns) == ns + 1;
         if (isQ && !seenQ) {
           seenQ = true;
           q = qvalue(accept, ContentType.valueStart(accept, ns + 1), ve);
@@ -65,7 +65,7 @@ public final class Accept {
         bestSpecificity = specificity;
         best = q;
       }
-      i = ContentType.skipOws(accept, p) + 1; // past the comma, or past the end
+      i = HttpTokens.skipOws(accept, p) + 1; // past the comma, or past the end
     }
     return best;
   }
@@ -75,10 +75,11 @@ public final class Accept {
     int rs = v.indexOf('/', s);
     boolean anySub = e == rs + 2 && v.charAt(rs + 1) == '*';
     if (rs == s + 1 && v.charAt(s) == '*') return anySub ? 0 : -1;
-    if (rs - s != slash || !v.regionMatches(true, s, type, 0, slash)) return -1;
+    if (rs - s != slash || !HttpTokens.equalsIgnoreCase(v, s, type, 0, slash)) return -1;
     if (anySub) return 1;
     int sl = type.length() - slash - 1;
-    return e - rs - 1 == sl && v.regionMatches(true, rs + 1, type, slash + 1, sl) ? 2 : -1;
+    boolean exact = e - rs - 1 == sl && HttpTokens.equalsIgnoreCase(v, rs + 1, type, slash + 1, sl);
+    return exact ? 2 : -1;
   }
 
   /** A weight, {@code 0} to {@code 1} with decimals; 0 for anything else. */

@@ -54,15 +54,6 @@ public final class ContentType {
   static final int LIST = 1;
   private static final int RAW_BACKSLASH = 2;
 
-  private static final boolean[] TCHAR = new boolean[128];
-
-  static {
-    for (char c = '0'; c <= '9'; c++) TCHAR[c] = true;
-    for (char c = 'a'; c <= 'z'; c++) TCHAR[c] = true;
-    for (char c = 'A'; c <= 'Z'; c++) TCHAR[c] = true;
-    for (char c : "!#$%&'*+-.^_`|~".toCharArray()) TCHAR[c] = true;
-  }
-
   // ---------------------------------------------------------------------------------------
   // media types
 
@@ -72,7 +63,7 @@ public final class ContentType {
    */
   public static String mediaType(String value) {
     if (value == null) return null;
-    int s = skipOws(value, 0);
+    int s = HttpTokens.skipOws(value, 0);
     int e = subtypeEnd(value, s, 0);
     if (e < 0) return null;
     String t = s == 0 && e == value.length() ? value : value.substring(s, e);
@@ -83,31 +74,28 @@ public final class ContentType {
    * True when the media type of {@code value} is {@code type/subtype}, ignoring case and
    * parameters.
    *
-   * @param type lower case, e.g. {@code "application"}
-   * @param subtype lower case, e.g. {@code "x-www-form-urlencoded"}
+   * @param type a token, e.g. {@code "application"}
+   * @param subtype a token, e.g. {@code "x-www-form-urlencoded"}
    */
   public static boolean is(String value, String type, String subtype) {
     if (value == null) return false;
-    int s = skipOws(value, 0);
-    int e = subtypeEnd(value, s, 0);
-    int tl = type.length();
-    int sl = subtype.length();
-    return e - s == tl + 1 + sl
-        && value.regionMatches(true, s, type, 0, tl)
-        && value.charAt(s + tl) == '/'
-        && value.regionMatches(true, s + tl + 1, subtype, 0, sl);
+    int s = HttpTokens.skipOws(value, 0);
+    int slash = s + type.length();
+    int e = slash + 1 + subtype.length();
+    // type and subtype are tokens, so a value that matches them has a valid media type
+    return e <= value.length() && HttpTokens.matches(value, s, type) && value.charAt(slash) == '/'
+        && HttpTokens.matches(value, slash + 1, subtype) && endsMediaType(value, e, 0);
   }
 
   /** True when {@code value} names JSON: {@code application/json} or {@code application/*+json}. */
   public static boolean isJson(String value) {
     if (value == null) return false;
-    int s = skipOws(value, 0);
-    int e = subtypeEnd(value, s, 0);
+    int s = HttpTokens.skipOws(value, 0);
+    if (!HttpTokens.matches(value, s, "application/")) return false;
     int sub = s + 12;
-    if (e < sub || !value.regionMatches(true, s, "application/", 0, 12)) return false;
-    int len = e - sub;
-    if (len == 4) return value.regionMatches(true, sub, "json", 0, 4);
-    return len > 5 && value.regionMatches(true, e - 5, "+json", 0, 5);
+    if (HttpTokens.matches(value, sub, "json") && endsMediaType(value, sub + 4, 0)) return true;
+    int e = HttpTokens.tokenEnd(value, sub);
+    return e - sub > 5 && HttpTokens.matches(value, e - 5, "+json") && endsMediaType(value, e, 0);
   }
 
   /**
@@ -117,15 +105,15 @@ public final class ContentType {
    */
   public static boolean inRange(String value, String range) {
     if (value == null) return false;
-    int s = skipOws(value, 0);
+    int s = HttpTokens.skipOws(value, 0);
     int e = subtypeEnd(value, s, 0);
     if (e < 0) return false;
     int slash = range.indexOf('/');
     if (range.charAt(slash + 1) == '*' && range.length() == slash + 2) {
       if (slash == 1 && range.charAt(0) == '*') return true;
-      return value.regionMatches(true, s, range, 0, slash + 1);
+      return HttpTokens.equalsIgnoreCase(value, s, range, 0, slash + 1);
     }
-    return e - s == range.length() && value.regionMatches(true, s, range, 0, e - s);
+    return e - s == range.length() && HttpTokens.equalsIgnoreCase(value, s, range, 0, e - s);
   }
 
   /**
@@ -219,12 +207,10 @@ public final class ContentType {
 
   private static Charset known(String s, int from, int to) {
     int len = to - from;
-    if (len == 5 && s.regionMatches(true, from, "utf-8", 0, 5)) return StandardCharsets.UTF_8;
-    if (len == 4 && s.regionMatches(true, from, "utf8", 0, 4)) return StandardCharsets.UTF_8;
-    if (len == 10 && s.regionMatches(true, from, "iso-8859-1", 0, 10)) {
-      return StandardCharsets.ISO_8859_1;
-    }
-    if (len == 8 && s.regionMatches(true, from, "us-ascii", 0, 8)) return StandardCharsets.US_ASCII;
+    if (len == 5 && HttpTokens.matches(s, from, "utf-8")) return StandardCharsets.UTF_8;
+    if (len == 4 && HttpTokens.matches(s, from, "utf8")) return StandardCharsets.UTF_8;
+    if (len == 10 && HttpTokens.matches(s, from, "iso-8859-1")) return StandardCharsets.ISO_8859_1;
+    if (len == 8 && HttpTokens.matches(s, from, "us-ascii")) return StandardCharsets.US_ASCII;
     return null;
   }
 
@@ -254,7 +240,7 @@ public final class ContentType {
       if (r < 0) return reason(r);
       int ns = (int) (r >>> 32);
       int ve = (int) r;
-      int ne = tokenEnd(value, ns);
+      int ne = HttpTokens.tokenEnd(value, ns);
       out.putIfAbsent(value.substring(ns, ne).toLowerCase(Locale.ROOT),
                       value(value, valueStart(value, ne), ve, RAW_BACKSLASH));
       i = ve;
@@ -278,7 +264,7 @@ public final class ContentType {
    */
   private static long find(String value, String name) {
     if (value == null) return -1;
-    int i = subtypeEnd(value, skipOws(value, 0), 0);
+    int i = subtypeEnd(value, HttpTokens.skipOws(value, 0), 0);
     if (i < 0) return -1;
     int len = name.length();
     while (true) {
@@ -286,7 +272,7 @@ public final class ContentType {
       if (r < 0) return -1;
       int ns = (int) (r >>> 32);
       int ve = (int) r;
-      if (tokenEnd(value, ns) - ns == len && value.regionMatches(true, ns, name, 0, len)) {
+      if (HttpTokens.matches(value, ns, name) && HttpTokens.tokenEnd(value, ns) == ns + len) {
         return ((long) valueStart(value, ns + len) << 32) | ve;
       }
       i = ve;
@@ -298,15 +284,18 @@ public final class ContentType {
    * then the end, a {@code ;} (or with {@link #LIST} a {@code ,}) follow it; else -1.
    */
   static int subtypeEnd(String v, int s, int flags) {
-    int n = v.length();
-    int slash = tokenEnd(v, s);
-    if (slash == s || slash >= n || v.charAt(slash) != '/') return -1;
-    int e = tokenEnd(v, slash + 1);
-    if (e == slash + 1) return -1;
-    int k = skipOws(v, e);
-    if (k == n) return e;
+    int slash = HttpTokens.tokenEnd(v, s);
+    if (slash == s || slash >= v.length() || v.charAt(slash) != '/') return -1;
+    int e = HttpTokens.tokenEnd(v, slash + 1);
+    return e > slash + 1 && endsMediaType(v, e, flags) ? e : -1;
+  }
+
+  /** True when OWS then the end, a {@code ;} or (with {@link #LIST}) a {@code ,} follow e. */
+  private static boolean endsMediaType(String v, int e, int flags) {
+    int k = HttpTokens.skipOws(v, e);
+    if (k == v.length()) return true;
     char c = v.charAt(k);
-    return c == ';' || (c == ',' && (flags & LIST) != 0) ? e : -1;
+    return c == ';' || (c == ',' && (flags & LIST) != 0);
   }
 
   /**
@@ -318,22 +307,22 @@ public final class ContentType {
     int n = v.length();
     boolean list = (flags & LIST) != 0;
     while (true) {
-      int p = skipOws(v, i);
+      int p = HttpTokens.skipOws(v, i);
       if (p == n || (list && v.charAt(p) == ',')) return END;
       if (v.charAt(p) != ';') return BAD_LIST;
-      p = skipOws(v, p + 1);
+      p = HttpTokens.skipOws(v, p + 1);
       if (p == n || (list && v.charAt(p) == ',')) return END;
       if (v.charAt(p) == ';') {
         i = p; // an empty parameter
         continue;
       }
-      int ne = tokenEnd(v, p);
+      int ne = HttpTokens.tokenEnd(v, p);
       if (ne == p) return BAD_NAME;
       int vs = valueStart(v, ne);
       if (vs < 0) return NO_VALUE;
       int ve = valueEnd(v, vs, flags);
       if (ve < 0) return ve;
-      int k = skipOws(v, ve);
+      int k = HttpTokens.skipOws(v, ve);
       if (k < n && v.charAt(k) != ';' && !(list && v.charAt(k) == ',')) return BAD_LIST;
       return ((long) p << 32) | ve;
     }
@@ -341,9 +330,9 @@ public final class ContentType {
 
   /** Where the value after the name ending at {@code ne} starts ({@code BWS "=" BWS}), or -1. */
   static int valueStart(String v, int ne) {
-    int k = skipOws(v, ne);
+    int k = HttpTokens.skipOws(v, ne);
     if (k == v.length() || v.charAt(k) != '=') return -1;
-    return skipOws(v, k + 1);
+    return HttpTokens.skipOws(v, k + 1);
   }
 
   /** The end of the value at {@code vs} (after its closing quote), or a negative reason. */
@@ -387,25 +376,5 @@ public final class ContentType {
       sb.append(c);
     }
     return sb.toString();
-  }
-
-  static int skipOws(String v, int i) {
-    int n = v.length();
-    while (i < n) {
-      char c = v.charAt(i);
-      if (c != ' ' && c != '\t') break;
-      i++;
-    }
-    return i;
-  }
-
-  static int tokenEnd(String v, int i) {
-    int n = v.length();
-    while (i < n) {
-      char c = v.charAt(i);
-      if (c >= 128 || !TCHAR[c]) break;
-      i++;
-    }
-    return i;
   }
 }
