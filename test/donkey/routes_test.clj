@@ -195,6 +195,7 @@
                        [{:routes [{:path "no-slash" :handler h}]} #"must start with /"]
                        [{:routes [{:path "/(" :match-type :regex :handler h}]} #"bad regex"]
                        [{:routes [{:path "/a" :consumes ["json"] :handler h}]} #"bad media type"]
+                       [{:routes [{:path "/a" :produces ["*/json"] :handler h}]} #"bad media type \"\*/json\""]
                        [{:routes [{:path "/a" :handler-mode :sometimes :handler h}]} #":handler-mode"]
                        [{:routes [{:path "/a"}]} #":handler must be a function"]
                        [{:routes [{:path "/a" :handler h :methods :get}]} #":methods"]

@@ -138,9 +138,8 @@ public final class ClojureModule extends Module {
       return;
     }
     // The common classes by exact class before any interface test: before JDK 23 a failing
-    // interface test scans the class's interface list (twenty-odd for Clojure collections)
-    // and a passing one caches only the last interface (JDK-8180450), so the chain below cost
-    // a vector two failing scans (IPersistentMap, Map) and made maps alternate their cache.
+    // interface test scans the class's interface list and a passing one caches only the last
+    // interface (JDK-8180450). JsonWriteBench (bench/jmh-ring) measures the difference.
     Class<?> c = v.getClass();
     if (c == PersistentArrayMap.class || c == PersistentHashMap.class) {
       writeMap(v, g, provider);

@@ -8,15 +8,8 @@ import clojure.lang.PersistentHashMap;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.CharBuffer;
 import java.nio.charset.Charset;
-import java.nio.charset.CharsetDecoder;
-import java.nio.charset.CoderResult;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.IllegalCharsetNameException;
 import java.nio.charset.StandardCharsets;
-import java.nio.charset.UnsupportedCharsetException;
 import java.util.HashMap;
 
 /**
@@ -67,9 +60,6 @@ import java.util.HashMap;
  * refused before the hash map is built, so it never holds more than a few keys of one hash.
  */
 public final class FormCodec {
-  /** The media type whose body {@link #decode} understands. */
-  public static final String FORM_MEDIA_TYPE = "application/x-www-form-urlencoded";
-
   private static final Charset UTF_8 = StandardCharsets.UTF_8;
   private static final Charset ISO_8859_1 = StandardCharsets.ISO_8859_1;
   private static final Charset US_ASCII = StandardCharsets.US_ASCII;
@@ -214,7 +204,7 @@ public final class FormCodec {
           buf[nb++] = (byte) ((hi << 4) | lo);
           i += 3;
         }
-        int bad = decodeBytes(buf, 0, nb, cs, sb);
+        int bad = StrictDecoder.decode(buf, 0, nb, cs, sb);
         if (bad >= 0) {
           int at = run + 3 * bad;
           throw new MalformedInputException(
@@ -233,91 +223,6 @@ public final class FormCodec {
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
-  }
-
-  /**
-   * Appends {@code b[from, to)} decoded strictly in {@code cs} to {@code out}; returns -1, or
-   * on invalid input the offset (from {@code from}) of the first byte that does not decode.
-   */
-  private static int decodeBytes(byte[] b, int from, int to, Charset cs, StringBuilder out) {
-    if (cs == UTF_8) return utf8(b, from, to, out);
-    if (cs == ISO_8859_1) {
-      for (int k = from; k < to; k++) out.append((char) (b[k] & 0xff));
-      return -1;
-    }
-    if (cs == US_ASCII) {
-      for (int k = from; k < to; k++) {
-        if (b[k] < 0) return k - from;
-        out.append((char) b[k]);
-      }
-      return -1;
-    }
-    return generic(b, from, to, cs, out);
-  }
-
-  /** Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
-  private static int utf8(byte[] b, int from, int to, StringBuilder out) {
-    int k = from;
-    while (k < to) {
-      int b0 = b[k] & 0xff;
-      if (b0 < 0x80) {
-        out.append((char) b0);
-        k++;
-        continue;
-      }
-      int more;
-      int cp;
-      int min;
-      if (b0 >= 0xC2 && b0 <= 0xDF) {
-        more = 1; cp = b0 & 0x1F; min = 0x80;
-      } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-        more = 2; cp = b0 & 0x0F; min = 0x800;
-      } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-        more = 3; cp = b0 & 0x07; min = 0x10000;
-      } else {
-        return k - from;
-      }
-      if (k + more >= to) return k - from;
-      for (int j = 1; j <= more; j++) {
-        int bj = b[k + j] & 0xff;
-        if ((bj & 0xC0) != 0x80) return k - from;
-        cp = (cp << 6) | (bj & 0x3F);
-      }
-      if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return k - from;
-      out.appendCodePoint(cp);
-      k += more + 1;
-    }
-    return -1;
-  }
-
-  private static int generic(byte[] b, int from, int to, Charset cs, StringBuilder out) {
-    CharsetDecoder d = cs.newDecoder()
-        .onMalformedInput(CodingErrorAction.REPORT)
-        .onUnmappableCharacter(CodingErrorAction.REPORT);
-    ByteBuffer in = ByteBuffer.wrap(b, from, to - from);
-    CharBuffer chars = CharBuffer.allocate(
-        (int) Math.min(Integer.MAX_VALUE - 16, (long) ((to - from) * (double) d.maxCharsPerByte()) + 16));
-    while (true) {
-      CoderResult r = d.decode(in, chars, true);
-      if (r.isError()) return in.position() - from;
-      if (r.isOverflow()) { chars = flushTo(chars, out); continue; }
-      break;
-    }
-    while (true) {
-      CoderResult r = d.flush(chars);
-      if (r.isError()) return in.position() - from;
-      if (r.isOverflow()) { chars = flushTo(chars, out); continue; }
-      break;
-    }
-    flushTo(chars, out);
-    return -1;
-  }
-
-  private static CharBuffer flushTo(CharBuffer chars, StringBuilder out) {
-    chars.flip();
-    out.append(chars);
-    chars.clear();
-    return chars;
   }
 
   /**
@@ -345,7 +250,7 @@ public final class FormCodec {
       if (ascii || cs == ISO_8859_1) return new String(b, ISO_8859_1);
     }
     StringBuilder sb = new StringBuilder(b.length);
-    int bad = decodeBytes(b, 0, b.length, cs, sb);
+    int bad = StrictDecoder.decode(b, 0, b.length, cs, sb);
     if (bad >= 0) {
       throw new MalformedInputException("invalid " + cs.name() + " in form body at byte " + bad, bad);
     }
@@ -364,92 +269,6 @@ public final class FormCodec {
   public static IPersistentMap decodeBody(InputStream body, Charset charset, boolean keywords,
                                           int maxParams) {
     return decodeBody(readBody(body, charset), charset, keywords, maxParams);
-  }
-
-  /**
-   * True when the media type of {@code contentType} (the part before any {@code ;}, ignoring
-   * surrounding whitespace and case) is {@code application/x-www-form-urlencoded}. Stricter
-   * than Ring 1.8.2, which tests a case-sensitive prefix, and more lenient, in that media types
-   * are case-insensitive (RFC 9110).
-   */
-  public static boolean isUrlEncodedForm(String contentType) {
-    if (contentType == null) return false;
-    int end = contentType.indexOf(';');
-    if (end < 0) end = contentType.length();
-    int start = 0;
-    while (start < end && isWhitespace(contentType.charAt(start))) start++;
-    while (end > start && isWhitespace(contentType.charAt(end - 1))) end--;
-    int len = FORM_MEDIA_TYPE.length();
-    return end - start == len && contentType.regionMatches(true, start, FORM_MEDIA_TYPE, 0, len);
-  }
-
-  /**
-   * The value of the {@code charset} parameter of {@code contentType} (a token or a quoted
-   * string, the parameter name case-insensitive), or null when there is none.
-   */
-  public static String charsetParam(String contentType) {
-    if (contentType == null) return null;
-    int n = contentType.length();
-    int i = contentType.indexOf(';');
-    while (i >= 0 && i < n) {
-      i++;
-      while (i < n && isWhitespace(contentType.charAt(i))) i++;
-      int nameStart = i;
-      while (i < n && contentType.charAt(i) != '=' && contentType.charAt(i) != ';') i++;
-      int nameEnd = i;
-      while (nameEnd > nameStart && isWhitespace(contentType.charAt(nameEnd - 1))) nameEnd--;
-      if (i >= n || contentType.charAt(i) == ';') continue;
-      i++;
-      while (i < n && isWhitespace(contentType.charAt(i))) i++;
-      String value;
-      if (i < n && contentType.charAt(i) == '"') {
-        StringBuilder sb = new StringBuilder();
-        i++;
-        while (i < n && contentType.charAt(i) != '"') {
-          if (contentType.charAt(i) == '\\' && i + 1 < n) i++;
-          sb.append(contentType.charAt(i++));
-        }
-        value = sb.toString();
-      } else {
-        int valueStart = i;
-        while (i < n && contentType.charAt(i) != ';') i++;
-        int valueEnd = i;
-        while (valueEnd > valueStart && isWhitespace(contentType.charAt(valueEnd - 1))) valueEnd--;
-        value = contentType.substring(valueStart, valueEnd);
-      }
-      if (nameEnd - nameStart == 7 && contentType.regionMatches(true, nameStart, "charset", 0, 7)) {
-        return value.isEmpty() ? null : value;
-      }
-      i = contentType.indexOf(';', i);
-    }
-    return null;
-  }
-
-  /**
-   * The charset named by {@code contentType}'s {@code charset} parameter, or UTF-8 when it has
-   * none (or is null).
-   *
-   * @throws UnsupportedCharsetException when the named charset is unknown or its name is
-   *     illegal
-   */
-  public static Charset requestCharset(String contentType) {
-    String name = charsetParam(contentType);
-    return name == null ? UTF_8 : charset(name);
-  }
-
-  /**
-   * The charset called {@code name}; UTF-8 and ISO-8859-1 without a registry lookup.
-   *
-   * @throws UnsupportedCharsetException when it is unknown or the name is illegal
-   */
-  public static Charset charset(String name) {
-    if ("UTF-8".equalsIgnoreCase(name) || "utf8".equalsIgnoreCase(name)) return UTF_8;
-    if ("ISO-8859-1".equalsIgnoreCase(name)) return ISO_8859_1;
-    try {
-      return Charset.forName(name);
-    } catch (IllegalCharsetNameException e) {
-      throw new UnsupportedCharsetException(name);
-    }
   }
 
   /**
@@ -480,10 +299,6 @@ public final class FormCodec {
 
   private static final KeywordCache KEYS =
       new KeywordCache(k -> isKeywordSyntax(k) ? Keyword.intern(null, k) : k);
-
-  private static boolean isWhitespace(char c) {
-    return c == ' ' || c == '\t';
-  }
 
   /** The values of a key seen more than once, in order. */
   private static final class Multi {

@@ -258,24 +258,6 @@ public final class Json {
     return "JSON over a size limit";
   }
 
-  /**
-   * True when a Content-Type value names JSON: {@code application/json} or any
-   * {@code application/*+json}, in any case, with any parameters.
-   */
-  public static boolean isJsonContentType(String contentType) {
-    if (contentType == null) return false;
-    int start = 0;
-    int end = contentType.indexOf(';');
-    if (end < 0) end = contentType.length();
-    while (start < end && contentType.charAt(start) <= ' ') start++;
-    while (end > start && contentType.charAt(end - 1) <= ' ') end--;
-    if (!contentType.regionMatches(true, start, "application/", 0, 12)) return false;
-    int sub = start + 12;
-    int len = end - sub;
-    if (len == 4) return contentType.regionMatches(true, sub, "json", 0, 4);
-    return len > 5 && contentType.regionMatches(true, end - 5, "+json", 0, 5);
-  }
-
   // ---------------------------------------------------------------------------------------
   // writing
 

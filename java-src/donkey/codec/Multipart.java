@@ -12,6 +12,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.nio.charset.UnsupportedCharsetException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,7 +20,6 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Pattern;
 
 /**
  * A streaming {@code multipart/form-data} parser (RFC 7578 over RFC 2046) producing Ring's
@@ -81,8 +81,6 @@ public final class Multipart {
   public static final Keyword TEMPFILE = Keyword.intern("tempfile");
   public static final Keyword SIZE = Keyword.intern("size");
 
-  /** The names {@code ring.middleware.keyword-params} turns into keywords. */
-  private static final Pattern KEYWORD_SYNTAX = Pattern.compile("[\\p{L}*+!_?-][\\p{L}\\d*+!_?-]*");
   private static final String CHARSET_FIELD = "_charset_";
   private static final int FILE_BUFFER = 16 * 1024;
 
@@ -127,17 +125,12 @@ public final class Multipart {
 
   /** True if {@code contentType} (a header value, may be null) is multipart/form-data. */
   public static boolean isFormData(String contentType) {
-    return contentType != null && "multipart/form-data".equals(MultipartHeaders.mediaType(contentType));
+    return ContentType.is(contentType, "multipart", "form-data");
   }
 
-  /**
-   * The {@code boundary} parameter of a Content-Type header value, or null when it has none.
-   *
-   * @throws MultipartException (400) if the parameter list is malformed
-   */
+  /** The {@code boundary} parameter of a Content-Type header value, or null when it has none. */
   public static String boundary(String contentType) {
-    if (contentType == null) return null;
-    String b = MultipartHeaders.params(contentType, "Content-Type").get("boundary");
+    String b = ContentType.param(contentType, "boundary");
     return b == null || b.isEmpty() ? null : b;
   }
 
@@ -163,8 +156,12 @@ public final class Multipart {
     }
     Charset fallback = fallbackCharset;
     if (fallback == null) {
-      String cs = MultipartHeaders.params(contentType, "Content-Type").get("charset");
-      fallback = cs == null ? StandardCharsets.UTF_8 : MultipartHeaders.charset(cs);
+      try {
+        fallback = ContentType.charset(contentType);
+      } catch (UnsupportedCharsetException e) {
+        throw MultipartHeaders.unsupported(e.getCharsetName());
+      }
+      if (fallback == null) fallback = StandardCharsets.UTF_8;
     }
     return parseBody(body, boundary, fallback);
   }
@@ -297,9 +294,9 @@ public final class Multipart {
   private static boolean keywordize(Object[] kv) {
     boolean any = false;
     for (int j = 0; j < kv.length; j += 2) {
-      String name = (String) kv[j];
-      if (KEYWORD_SYNTAX.matcher(name).matches()) {
-        kv[j] = Keyword.intern(name);
+      Object key = FormCodec.keywordKey((String) kv[j]);
+      if (key instanceof Keyword) {
+        kv[j] = key;
         any = true;
       }
     }

@@ -2,30 +2,28 @@ package donkey.codec;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.Charset;
-import java.nio.charset.IllegalCharsetNameException;
 import java.nio.charset.UnsupportedCharsetException;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 
 /**
- * Header values of multipart requests and parts: media types, parameter lists
- * ({@code type; name=value; name="quoted value"}) and the part headers {@link Multipart} needs
- * (Content-Disposition and Content-Type).
+ * The part headers {@link Multipart} needs: Content-Disposition (its {@code form-data} type,
+ * {@code name}, {@code filename} and RFC 8187 {@code filename*}) and Content-Type (the part's
+ * media type as sent, and its charset), parsed by {@link ContentType}.
  *
- * <p>Parameters: names are case-insensitive (returned lower-case); a value is a token (up to the
- * next {@code ;}, trimmed) or a quoted string. Inside a quoted string a backslash escapes only
- * {@code "} and {@code \}; any other backslash is kept, so a Windows path sent as a filename
- * by an old browser survives. Percent-encoding is not undone (browsers send {@code "} in a
- * filename as {@code %22}; the filename is handed on exactly as sent). The first occurrence of a
- * repeated parameter wins; a parameter without {@code =} is ignored.
+ * <p>Filenames: a backslash in a quoted value escapes only {@code "} and {@code \}; any other
+ * is kept, so a Windows path sent as a filename by an old browser survives. Percent-encoding is
+ * not undone (browsers send {@code "} in a filename as {@code %22}): the filename is handed on
+ * as sent.
+ *
+ * <p>Bad input, a {@link MultipartException} with status 400: a header line without a colon,
+ * a part without a Content-Disposition, one that is not {@code form-data}, one without
+ * {@code name}, a malformed Content-Disposition parameter (a part that might be a file is not
+ * guessed at), a malformed {@code filename*}, and a charset this JVM does not have. A part
+ * Content-Type whose parameters are malformed only loses them (see {@link ContentType}).
  *
  * <p>Threading: stateless; all methods are static and thread-safe.
- *
- * <p>Bad input: an unterminated quoted string, a part without a Content-Disposition, one that is
- * not {@code form-data}, one without {@code name}, a header line without a colon, a malformed
- * {@code filename*} and an unknown charset are a {@link MultipartException} with status 400.
  */
 final class MultipartHeaders {
   private MultipartHeaders() {}
@@ -64,10 +62,15 @@ final class MultipartHeaders {
       }
     }
     if (disposition == null) throw MultipartException.malformed("part without Content-Disposition");
-    if (!"form-data".equals(mediaType(disposition))) {
+    int type = HttpTokens.tokenEnd(disposition, 0);
+    int after = HttpTokens.skipOws(disposition, type);
+    if (type != 9 || !disposition.regionMatches(true, 0, "form-data", 0, 9)
+        || (after < disposition.length() && disposition.charAt(after) != ';')) {
       throw MultipartException.malformed("part Content-Disposition is not form-data");
     }
-    Map<String, String> params = params(disposition, "Content-Disposition");
+    Map<String, String> params = new HashMap<>(4);
+    String bad = ContentType.params(disposition, type, params);
+    if (bad != null) throw MultipartException.malformed(bad + " in Content-Disposition");
     String name = params.get("name");
     if (name == null) throw MultipartException.malformed("part Content-Disposition without a name");
     String filename = params.get("filename");
@@ -75,70 +78,14 @@ final class MultipartHeaders {
     if (extended != null) filename = extValue(extended);
     Charset charset = null;
     if (filename == null && contentType != null) {
-      String cs = params(contentType, "part Content-Type").get("charset");
-      if (cs != null) charset = charset(cs);
+      try {
+        charset = ContentType.charset(contentType);
+      } catch (UnsupportedCharsetException e) {
+        throw unsupported(e.getCharsetName());
+      }
     }
     return new Part(name, filename, contentType, charset);
   }
-
-  /** The media type of a header value: before any {@code ;}, trimmed, lower-case. */
-  static String mediaType(String value) {
-    int semi = value.indexOf(';');
-    return (semi < 0 ? value : value.substring(0, semi)).trim().toLowerCase(Locale.ROOT);
-  }
-
-  /**
-   * The parameters after the media type of {@code value}.
-   *
-   * @param header the header's name, for the error message
-   */
-  static Map<String, String> params(String value, String header) {
-    HashMap<String, String> out = new HashMap<>(4);
-    int n = value.length();
-    int i = value.indexOf(';');
-    if (i < 0) return out;
-    i++;
-    while (i < n) {
-      char c = value.charAt(i);
-      if (c == ' ' || c == '\t' || c == ';') {
-        i++;
-        continue;
-      }
-      int nameStart = i;
-      while (i < n && value.charAt(i) != '=' && value.charAt(i) != ';') i++;
-      if (i >= n || value.charAt(i) == ';') continue; // a parameter without a value
-      String name = value.substring(nameStart, i).trim().toLowerCase(Locale.ROOT);
-      i++;
-      while (i < n && (value.charAt(i) == ' ' || value.charAt(i) == '\t')) i++;
-      String v;
-      if (i < n && value.charAt(i) == '"') {
-        StringBuilder sb = new StringBuilder();
-        int j = i + 1;
-        while (true) {
-          if (j >= n) throw MultipartException.malformed("unterminated quoted string in " + header);
-          char q = value.charAt(j);
-          if (q == '"') break;
-          if (q == '\\' && j + 1 < n && (value.charAt(j + 1) == '"' || value.charAt(j + 1) == '\\')) {
-            sb.append(value.charAt(j + 1));
-            j += 2;
-          } else {
-            sb.append(q);
-            j++;
-          }
-        }
-        v = sb.toString();
-        i = j + 1;
-        while (i < n && value.charAt(i) != ';') i++; // anything after the closing quote
-      } else {
-        int start = i;
-        while (i < n && value.charAt(i) != ';') i++;
-        v = value.substring(start, i).trim();
-      }
-      if (!name.isEmpty()) out.putIfAbsent(name, v);
-    }
-    return out;
-  }
-
   /** Decodes an RFC 8187 ext-value, {@code charset'language'percent-encoded}. */
   static String extValue(String s) {
     int q1 = s.indexOf('\'');
@@ -166,11 +113,15 @@ final class MultipartHeaders {
   /** The charset called {@code name}; a 400 when Java does not know it. */
   static Charset charset(String name) {
     try {
-      return Charset.forName(name.trim());
-    } catch (IllegalCharsetNameException | UnsupportedCharsetException e) {
-      throw new MultipartException(MultipartException.BAD_REQUEST,
-                                   "unsupported charset in multipart body: " + clip(name));
+      return ContentType.forName(name);
+    } catch (UnsupportedCharsetException e) {
+      throw unsupported(name);
     }
+  }
+
+  static MultipartException unsupported(String name) {
+    return new MultipartException(MultipartException.BAD_REQUEST,
+                                  "unsupported charset in multipart body: " + clip(name.trim()));
   }
 
   /** {@code s}, cut to a length fit for an error message. */

@@ -4,6 +4,7 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
+import donkey.codec.ContentType;
 import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -449,48 +450,13 @@ public final class RequestMap {
 
   /**
    * {@code :character-encoding}: the value of the {@code charset} parameter of a Content-Type
-   * header value (name matched ignoring case, quotes and backslash escapes removed), or null
-   * when there is no header or no such parameter. The name is returned as sent, not checked
-   * against the charsets this JVM knows, as Ring's {@code ring.util.request/character-encoding}
-   * does.
+   * header value, unquoted, as sent (not checked against the charsets this JVM knows, as Ring's
+   * {@code ring.util.request/character-encoding} does); null when there is no header, no such
+   * parameter or an empty one.
    */
   static String characterEncoding(String contentType) {
-    if (contentType == null) return null;
-    int n = contentType.length();
-    int i = contentType.indexOf(';');
-    while (i >= 0 && i < n) {
-      i++; // past the ';'
-      while (i < n && (contentType.charAt(i) == ' ' || contentType.charAt(i) == '\t')) i++;
-      int eq = i;
-      while (eq < n && contentType.charAt(eq) != '=' && contentType.charAt(eq) != ';') eq++;
-      if (eq >= n) return null;
-      if (contentType.charAt(eq) == ';') {
-        i = eq; // a parameter without a value
-        continue;
-      }
-      boolean charset = contentType.substring(i, eq).trim().equalsIgnoreCase("charset");
-      int v = eq + 1;
-      while (v < n && (contentType.charAt(v) == ' ' || contentType.charAt(v) == '\t')) v++;
-      if (v < n && contentType.charAt(v) == '"') {
-        StringBuilder sb = charset ? new StringBuilder() : null;
-        int j = v + 1;
-        for (; j < n && contentType.charAt(j) != '"'; j++) {
-          char c = contentType.charAt(j);
-          if (c == '\\' && j + 1 < n) c = contentType.charAt(++j);
-          if (sb != null) sb.append(c);
-        }
-        if (charset) return sb.length() > 0 ? sb.toString() : null;
-        i = contentType.indexOf(';', j);
-      } else {
-        int end = contentType.indexOf(';', v);
-        if (charset) {
-          String name = contentType.substring(v, end < 0 ? n : end).trim();
-          return name.isEmpty() ? null : name;
-        }
-        i = end;
-      }
-    }
-    return null;
+    String name = ContentType.param(contentType, "charset");
+    return name == null || name.isEmpty() ? null : name;
   }
 
   /** The first address of an X-Forwarded-For value, or null when it names none. */

@@ -1,6 +1,7 @@
 package donkey.route;
 
 import clojure.lang.IFn;
+import donkey.codec.ContentType;
 import java.util.Arrays;
 import java.util.Locale;
 
@@ -47,19 +48,16 @@ public final class Route {
     if (handler == null) throw invalid("no :handler");
     if (mode == null) throw invalid("no :handler-mode");
     linkForInlining(handler);
-    for (String m : this.consumes) MediaTypes.checkRange(m, this);
-    for (String m : this.produces) MediaTypes.checkRange(m, this);
+    for (String m : this.consumes) checkRange(m);
+    for (String m : this.produces) checkRange(m);
   }
 
   /**
    * Has the class loader of {@code fn}'s class resolve {@code java.lang.Object}, the one class
-   * of {@code IFn.invoke}'s signatures. C2 does not inline a method whose signature names a
-   * class its holder's loader has not resolved ("unloaded signature classes"), and a Clojure
-   * fn compiled at run time is defined by a fresh {@code DynamicClassLoader} that often has
-   * not: {@code -XX:+LogCompilation} showed a sync handler loaded from source called, not
-   * inlined, from the worker's compiled code. Resolving through the loader records it as an
-   * initiating loader of Object. Harmless for any other class (AOT-compiled fns, the
-   * bootstrap loader); called at start-up, any thread.
+   * of {@code IFn.invoke}'s signatures: C2 does not inline a method whose signature names a
+   * class its holder's loader has not resolved, and a fn compiled at run time has a fresh
+   * {@code DynamicClassLoader} that often has not. Harmless for any other class; called at
+   * start-up, any thread.
    */
   public static void linkForInlining(Object fn) {
     if (fn == null) return;
@@ -69,6 +67,12 @@ public final class Route {
       Class.forName("java.lang.Object", false, loader);
     } catch (ClassNotFoundException | LinkageError e) {
       // a loader that cannot find Object cannot have loaded fn; nothing to do
+    }
+  }
+
+  private void checkRange(String range) {
+    if (!ContentType.isRange(range)) {
+      throw invalid("bad media type \"" + range + "\" (expected type/subtype, type/* or */*)");
     }
   }
 

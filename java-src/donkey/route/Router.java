@@ -4,6 +4,8 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
+import donkey.codec.Accept;
+import donkey.codec.ContentType;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -61,7 +63,7 @@ public final class Router {
   /**
    * For each literal path whose routes negotiate no media types, the outcome of every
    * {@link #METHODS} method, worked out at compile time: a request with one of them is
-   * matched by finding its path (see {@link #scannedPaths}), with no allocation. Paths with media types are not here.
+   * matched by finding its path (see {@link #scannedPaths}), with no allocation.
    */
   private final HashMap<String, Match[]> exactOutcomes = new HashMap<>();
   /**
@@ -254,7 +256,6 @@ public final class Router {
                               String accept, IPersistentMap params) {
     boolean methodOk = false;
     boolean consumesOk = false;
-    String essence = null;
     Route best = null;
     double bestQ = 0;
     for (int pass = 0; pass < 2 && best == null; pass++) {
@@ -264,10 +265,7 @@ public final class Router {
       for (Route r : group) {
         if (!r.allows(m)) continue;
         methodOk = true;
-        if (r.consumes.length > 0) {
-          if (essence == null) essence = MediaTypes.essence(contentType);
-          if (essence == null || !anyCovers(r.consumes, essence)) continue;
-        }
+        if (r.consumes.length > 0 && !anyCovers(r.consumes, contentType)) continue;
         consumesOk = true;
         // The route whose best produced type the client rates highest wins; declaration
         // order breaks ties, and a route without :produces rates 1.
@@ -284,15 +282,15 @@ public final class Router {
     return new Match(406, null, null, null, "Not Acceptable");
   }
 
-  private static boolean anyCovers(String[] ranges, String type) {
-    for (String r : ranges) if (MediaTypes.covers(r, type)) return true;
+  private static boolean anyCovers(String[] ranges, String contentType) {
+    for (String r : ranges) if (ContentType.inRange(contentType, r)) return true;
     return false;
   }
 
   /** The highest quality the Accept header gives any of {@code produces}; 0 for none. */
   static double bestQuality(String[] produces, String accept) {
     double best = 0;
-    for (String p : produces) best = Math.max(best, MediaTypes.quality(accept, p));
+    for (String p : produces) best = Math.max(best, Accept.quality(accept, p));
     return best;
   }
 
