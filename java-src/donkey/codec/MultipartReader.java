@@ -187,6 +187,8 @@ final class MultipartReader {
    */
   List<String> headerLines(Charset cs) throws IOException {
     ArrayList<String> lines = new ArrayList<>(4);
+    // the line being unfolded: appending keeps a header folded over many lines linear
+    StringBuilder current = null;
     int size = 0;
     while (true) {
       int from = pos;
@@ -206,17 +208,18 @@ final class MultipartReader {
       }
       if (len == 0) {
         pos += 2;
+        if (current != null) lines.add(current.toString());
         return lines;
       }
       String line = new String(buf, pos, len, cs);
       pos = eol + 2;
       char c = line.charAt(0);
       if (c == ' ' || c == '\t') {
-        if (lines.isEmpty()) throw MultipartException.malformed("part header starts with a space");
-        int lastIndex = lines.size() - 1;
-        lines.set(lastIndex, lines.get(lastIndex) + line);
+        if (current == null) throw MultipartException.malformed("part header starts with a space");
+        current.append(line);
       } else {
-        lines.add(line);
+        if (current != null) lines.add(current.toString());
+        current = new StringBuilder(line);
       }
     }
   }
