@@ -65,6 +65,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private RequestBody body;
   /** Run once when this request is over ({@link RequestScope}); loop-confined, null if none. */
   private ArrayList<Runnable> atEnd;
+  /** Set when the {@link #atEnd} actions run: the request is over. Loop-confined. */
+  private boolean over;
   /**
    * When the handler was started (System.nanoTime()), for {@code :request-timeout}; 0 before
    * dispatch. A non-blocking handler's request holds {@link ConnectionGuard#UNSTAMPED} until
@@ -201,22 +203,70 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     runAtEnd();
   }
 
-  /** Event loop: has {@code action} run once this request is over ({@link RequestScope}). */
+  /**
+   * Event loop: has {@code action} run once this request is over ({@link RequestScope}); at
+   * once when it is over already.
+   */
   void atEnd(Runnable action) {
+    if (over) {
+      runAction(action);
+      return;
+    }
     if (atEnd == null) atEnd = new ArrayList<>(2);
     atEnd.add(action);
   }
 
+  /** Event loop: true once the response has ended or the connection closed. */
+  boolean over() {
+    return over;
+  }
+
   private void runAtEnd() {
+    over = true;
     ArrayList<Runnable> actions = atEnd;
     if (actions == null) return;
     atEnd = null;
-    for (Runnable r : actions) {
+    for (Runnable r : actions) runAction(r);
+  }
+
+  private void runAction(Runnable r) {
+    try {
+      r.run();
+    } catch (Throwable t) {
+      LOG.log(Level.ERROR, "an action at the end of " + where() + " failed", t);
+    }
+  }
+
+  /**
+   * Event loop, while this request's non-blocking handler runs: runs {@code blocking} on a
+   * pool worker, then {@code then} back on the loop as part of this request's handler (so
+   * {@link RequestScope} works there, and what it throws is raised). When {@code blocking}
+   * throws, {@code then} is skipped and the throwable raised.
+   *
+   * @throws java.util.concurrent.RejectedExecutionException when the pool has stopped
+   */
+  void offload(Runnable blocking, Runnable then) {
+    loop.workers.execute(() -> {
+      Throwable failed = null;
       try {
-        r.run();
+        blocking.run();
       } catch (Throwable t) {
-        LOG.log(Level.ERROR, "an action at the end of " + where() + " failed", t);
+        failed = t;
       }
+      Throwable f = failed;
+      onLoop(() -> resume(f == null ? then : null, f));
+    });
+  }
+
+  private void resume(Runnable then, Throwable failed) {
+    loop.running(this);
+    try {
+      if (failed != null) throw failed;
+      then.run();
+    } catch (Throwable t) {
+      new Raise().invoke(t);
+    } finally {
+      loop.running(null);
     }
   }
 

@@ -6,25 +6,62 @@ package donkey.kernel;
  * runs once, on the event loop, when the request is over: its response has been sent, or it was
  * answered by a timeout (a handler that never answers), or its connection closed.
  *
- * <p>Threading: {@link #atEnd} only while a non-blocking (async) handler runs, on its event
- * loop; elsewhere it declines, and the caller cleans up itself (a sync handler's middleware
- * can, in a {@code finally}).
+ * <p>Middleware of non-blocking handlers that must block (parse an upload into temp files, say)
+ * hands that work to the server's worker pool with {@link #offload} and carries on back on the
+ * event loop.
+ *
+ * <p>Threading: every method only while a non-blocking (async) handler runs, on its event
+ * loop; elsewhere they decline, and the caller does the work itself (a sync handler's
+ * middleware already runs on a worker, and can clean up in a {@code finally}).
  */
 public final class RequestScope {
   private RequestScope() {}
 
   /**
    * Has {@code action} run once the request whose non-blocking handler the calling thread is
-   * running is over. An action that throws is logged.
+   * running is over (at once when it is over already). An action that throws is logged.
    *
    * @return false, registering nothing, when the calling thread is not running a non-blocking
    *     donkey handler
    */
   public static boolean atEnd(Runnable action) {
-    ServerVerticle loop = ServerVerticle.current();
-    Exchange e = loop == null ? null : loop.running();
+    Exchange e = running();
     if (e == null) return false;
     e.atEnd(action);
     return true;
+  }
+
+  /**
+   * Runs {@code blocking} on one of the server's worker threads, then {@code then} on the
+   * request's event loop, as part of its handler: {@link #atEnd} and {@link #isOver} work
+   * there, and a throwable from either is passed to the handler's {@code raise} (when
+   * {@code blocking} throws, {@code then} does not run). {@code then} runs even when the request
+   * ended meanwhile (timed out, or its client went away), so that it can release what
+   * {@code blocking} made; it checks {@link #isOver} before answering.
+   *
+   * @return false, running nothing, when the calling thread is not running a non-blocking
+   *     donkey handler
+   * @throws java.util.concurrent.RejectedExecutionException when the server is stopping
+   */
+  public static boolean offload(Runnable blocking, Runnable then) {
+    Exchange e = running();
+    if (e == null) return false;
+    e.offload(blocking, then);
+    return true;
+  }
+
+  /**
+   * True when the request whose non-blocking handler the calling thread runs is already over:
+   * answered (by a timeout, say) and sent, or its connection closed. False while it is not,
+   * and on any thread not running a non-blocking donkey handler.
+   */
+  public static boolean isOver() {
+    Exchange e = running();
+    return e != null && e.over();
+  }
+
+  private static Exchange running() {
+    ServerVerticle loop = ServerVerticle.current();
+    return loop == null ? null : loop.running();
   }
 }

@@ -186,8 +186,10 @@
 
   The server bounds every body by its own :max-body-size (16 MiB by default): raise it too
   for larger uploads. A sync handler's body is parsed as it arrives from the socket, before
-  the handler runs; an async handler's has arrived whole before the middleware runs. Both
-  arities."
+  the handler runs; an async handler's has arrived whole before the middleware runs, and
+  under donkey is parsed on one of the server's worker threads (temp files are file-system
+  calls, which must not hold the event loop), after which the handler is called on the event
+  loop as usual. Both arities."
   ([handler]
    (wrap-multipart-params handler {}))
   ([handler options]
@@ -204,26 +206,37 @@
             :else (let [^MultipartResult r r]
                     (delete-after r #(detach r (handler (add-params request (.params r)))))))))
        ([request respond raise]
-        (let [r (parse-or-throwable mp request)]
-          (cond
-            (nil? r) (handler (add-params request {}) respond raise)
-            (errors/bad-input? r) (error-handler (assoc request :donkey.middleware/error r)
-                                                 respond raise)
-            (instance? Throwable r) (raise r)
-            :else
-            (let [^MultipartResult r r
-                  ^IFn respond respond
-                  ^IFn raise raise]
-              ;; also when the handler never answers (the request times out, or the client
-              ;; goes away): the kernel runs this once the request is over
-              (RequestScope/atEnd #(.deleteTempFiles r))
-              (try
-                (handler (add-params request (.params r))
-                         (fn [response]
-                           (delete-after r #(respond (detach r response))))
-                         (fn [error]
-                           (.deleteTempFiles r)
-                           (raise error)))
-                (catch Throwable t
-                  (.deleteTempFiles r)
-                  (throw t)))))))))))
+        (let [^IFn respond respond
+              ^IFn raise raise
+              continue
+              (fn [r]
+                (cond
+                  (nil? r) (handler (add-params request {}) respond raise)
+                  (errors/bad-input? r) (error-handler (assoc request :donkey.middleware/error r)
+                                                       respond raise)
+                  (instance? Throwable r) (raise r)
+                  :else
+                  (let [^MultipartResult r r]
+                    ;; also when the handler never answers (the request times out, or the
+                    ;; client goes away): the kernel runs this once the request is over
+                    (RequestScope/atEnd #(.deleteTempFiles r))
+                    (when-not (RequestScope/isOver)
+                      (try
+                        (handler (add-params request (.params r))
+                                 (fn [response]
+                                   (delete-after r #(respond (detach r response))))
+                                 (fn [error]
+                                   (.deleteTempFiles r)
+                                   (raise error)))
+                        (catch Throwable t
+                          (.deleteTempFiles r)
+                          (throw t)))))))]
+          (if (Multipart/isFormData (content-type request))
+            ;; parsing writes temp files: under donkey it runs on a worker, and the handler
+            ;; then on the event loop as before, so a body of many small file parts does not
+            ;; hold the loop in file-system calls
+            (let [result (volatile! nil)]
+              (when-not (RequestScope/offload #(vreset! result (parse-or-throwable mp request))
+                                              #(continue @result))
+                (continue (parse-or-throwable mp request))))
+            (continue nil))))))))
