@@ -36,6 +36,20 @@
       (is (= "héllo" (String. ^bytes (:body r) StandardCharsets/ISO_8859_1)))
       (is (= "5" (header r "content-length"))))))
 
+(deftest string-body-charset-is-the-charset-parameter
+  ;; the charset is the parameter named charset, not the first text that reads "charset="
+  (doseq [ct ["text/plain; xcharset=utf-16; charset=ISO-8859-1"
+              "text/plain; format=\"charset=utf-16\"; charset=iso-8859-1"
+              "text/plain;CHARSET=\"ISO-8859-1\""]]
+    (with-server (const {:status 200 :headers {"Content-Type" ct} :body "héllo"}) {}
+      (let [r (GET "/" {:as :bytes})]
+        (is (= "héllo" (String. ^bytes (:body r) StandardCharsets/ISO_8859_1)) ct)
+        (is (= "5" (header r "content-length")) ct))))
+  (testing "an unknown or malformed charset falls back to UTF-8"
+    (doseq [ct ["text/plain; charset=klingon" "text/plain; charset=\"unterminated"]]
+      (with-server (const {:status 200 :headers {"Content-Type" ct} :body "héllo"}) {}
+        (is (= "6" (header (GET "/" {:as :bytes}) "content-length")) ct)))))
+
 (deftest nil-body-and-default-status
   (with-server (const {:headers {"x-a" "1"}}) {}
     (let [r (GET "/")]

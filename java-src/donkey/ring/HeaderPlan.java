@@ -4,6 +4,7 @@ import clojure.lang.IPersistentCollection;
 import clojure.lang.IPersistentMap;
 import clojure.lang.ISeq;
 import clojure.lang.RT;
+import donkey.codec.ContentType;
 import donkey.codec.Json;
 import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpHeaders;
@@ -70,7 +71,7 @@ final class HeaderPlan {
 
   /** The charset a String body is encoded with: that of the Content-Type, else UTF-8. */
   Charset charset() {
-    return charset != null ? charset : ResponseWriter.charset(contentType);
+    return charset != null ? charset : ContentType.responseCharset(contentType);
   }
 
   // ---- compiled plans ---------------------------------------------------------------------
@@ -126,7 +127,7 @@ final class HeaderPlan {
     }
     String contentType = lines.get(HttpHeaders.CONTENT_TYPE);
     return new HeaderPlan(names, values, framing, lines.contains(HttpHeaders.DATE),
-        lines.contains(HttpHeaders.SERVER), contentType, ResponseWriter.charset(contentType));
+        lines.contains(HttpHeaders.SERVER), contentType, ContentType.responseCharset(contentType));
   }
 
   /** An ASCII value pre-encoded (Vert.x copies its bytes); others stay Strings, sent as now. */

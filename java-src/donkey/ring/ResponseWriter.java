@@ -3,6 +3,7 @@ package donkey.ring;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.ISeq;
+import donkey.codec.ContentType;
 import donkey.codec.Json;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
@@ -10,8 +11,6 @@ import io.vertx.core.http.HttpServerResponse;
 import java.io.File;
 import java.io.InputStream;
 import java.nio.charset.Charset;
-import java.nio.charset.StandardCharsets;
-import java.util.Locale;
 
 /**
  * Writes a Ring response map ({@link ResponseMap}) to a Vert.x response: its status and
@@ -273,7 +272,7 @@ public final class ResponseWriter {
       os.close();
     } else if (body instanceof ISeq) {
       if (!none) {
-        Charset cs = charset(resp.headers().get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
+        Charset cs = ContentType.responseCharset(resp.headers().get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
         for (ISeq s = (ISeq) body; s != null; s = s.next()) {
           Object x = s.first();
           if (x != null) os.write(x.toString().getBytes(cs));
@@ -284,24 +283,6 @@ public final class ResponseWriter {
     } else {
       streamableWriter.invoke(body, response, os);
       if (!bodyCloses) os.close();
-    }
-  }
-
-  /** The charset named by a Content-Type value, UTF-8 when none or unknown. */
-  static Charset charset(String contentType) {
-    if (contentType == null) return StandardCharsets.UTF_8;
-    int i = contentType.toLowerCase(Locale.ROOT).indexOf("charset=");
-    if (i < 0) return StandardCharsets.UTF_8;
-    int start = i + 8;
-    int end = contentType.indexOf(';', start);
-    String name = (end < 0 ? contentType.substring(start) : contentType.substring(start, end)).trim();
-    if (name.length() >= 2 && name.charAt(0) == '"' && name.charAt(name.length() - 1) == '"') {
-      name = name.substring(1, name.length() - 1);
-    }
-    try {
-      return Charset.forName(name);
-    } catch (RuntimeException e) {
-      return StandardCharsets.UTF_8;
     }
   }
 }
