@@ -18,7 +18,7 @@
         results (re-seq #"Result \"[\w.]*?\.(\w+Bench)\.\w+\":" out)]
     (is (zero? rc) (str "bench/jmh-smoke.sh failed:\n" tail))
     (is (= #{"ExchangeBench" "RequestMapBench" "ResponseBench" "JsonParseBench" "JsonWriteBench"
-             "QueryParamsBench" "RouterBench" "WideDecodeBench"}
+             "QueryParamsBench" "RouterBench" "WideDecodeBench" "ContentTypeBench"}
            (set (map second results)))
         (str "every benchmark class reported a result:\n" tail))
     (is (.exists (io/file "bench/jmh/target/benchmarks.jar")))))
