@@ -1,9 +1,10 @@
 (ns donkey.attack-test
-  "An outsider's attacks on the server, over raw sockets, each test named after the guarantee
-  that closes one; the comment inside each says what the attack was. Timings are loose on
-  purpose (shared 2-core machine): every wait is bounded, a time limit is only asserted with
-  seconds of slack, and a cost is the event loops' CPU time (not wall time) compared with a
-  control request of the same size, with a 5x margin."
+  "The server's guarantees against an attacker's requests, sent over raw sockets: each test is
+  named after the guarantee it checks, and the comment inside each says what that guarantee
+  defends against. Timings are loose on purpose (the suite may run on a small shared machine):
+  every wait is bounded, a time limit is only asserted with seconds of slack, and a cost is the
+  event loops' CPU time (not wall time) compared with a control request of the same size, with
+  a 5x margin."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [donkey.test-util :as u :refer [with-server exchange closed? statuses ->bytes now-ms]])
@@ -23,14 +24,13 @@
   (or (seq (statuses (:resp r))) (closed? r)))
 
 ;; ---------------------------------------------------------------------------------------------
-;; a request the kernel never answers holds its connection forever
+;; every request is answered
 
 (deftest a-target-without-a-path-is-answered-not-left-hanging
-  ;; `GET ?x=1` has an empty path: the route trie's walk takes substring(1, 0) and throws on
-  ;; the event loop (logged SEVERE by Vert.x). The exchange is neither answered nor dispatched,
-  ;; so no timeout looks at it: :request-timeout counts from dispatch, :idle-timeout and
-  ;; :header-timeout skip a connection that is owed an answer. One 30-byte request per
-  ;; connection pins it until the client leaves: :max-connections of them lock everyone out.
+  ;; A request whose target has no path (`GET ?x=1`, `GET ?`) gets an answer or a closed
+  ;; connection within the configured timeouts. A connection left unanswered and untimed would
+  ;; be held until the client leaves, and :max-connections such 30-byte requests would lock
+  ;; every other client out.
   (with-server {:routes [{:path "/users/:id" :handler (fn [_] {:status 200 :body "user"})}]}
     short-timeouts
     (doseq [target ["?x=1" "?"]]
@@ -70,9 +70,9 @@
 
 (deftest every-uri-a-handler-sees-starts-with-a-slash
   ;; Ring SPEC: :uri starts with "/". An origin-form target must start with "/" (RFC 9112
-  ;; 3.2.1); `GET ?x=1`, `GET a` and `GET *` are not valid request targets for GET and should be
-  ;; a 400, as the README promises for a malformed request line. Handlers and middleware that
-  ;; match (:uri req) against prefixes (an auth guard on "/admin") see a uri no rule expects.
+  ;; 3.2.1), so `GET ?x=1`, `GET a` and `GET *` are malformed request lines, answered 400 before
+  ;; any handler runs: handlers and middleware that match (:uri req) against prefixes (an auth
+  ;; guard on "/admin") never see a uri no rule expects.
   (let [seen (atom [])]
     (with-server (fn [req] (swap! seen conj (:uri req)) {:status 200 :body "ok"}) short-timeouts
       (doseq [target ["?x=1" "a" "*" "admin/x"]]
@@ -95,11 +95,10 @@
       {:status 200 :body (pr-str r)})))
 
 (deftest a-body-cut-by-a-timeout-never-reads-as-complete
-  ;; When :request-timeout answers 503 while a sync handler still reads its body, the
-  ;; response's end discards the body stream (BodyInputStream.discardRest): the handler's next
-  ;; read returns -1, a clean end of stream, short of the Content-Length. An attacker who
-  ;; trickles a body (a byte per :body-timeout keeps it alive) gets a truncated upload
-  ;; processed as a whole one; a slow handler of a body that did arrive whole loses its tail.
+  ;; A sync handler reading its body never sees a clean end of stream short of the
+  ;; Content-Length, even when :request-timeout answers 503 mid-read: neither a trickled body (a
+  ;; byte per :body-timeout keeps it alive) nor a slow handler's whole one is ever processed
+  ;; truncated as if it were complete.
   (testing "the client trickles its body past :request-timeout"
     (let [outcome (promise)]
       (with-server (body-outcome outcome) {:request-timeout 800 :body-timeout 5000}
@@ -142,11 +141,10 @@
     {:status 200 :headers (merge {"content-type" "text/plain"} extra-headers) :body (str "ok " (:uri req))}))
 
 (deftest close-anywhere-in-connection-ends-the-connection
-  ;; Connection is a list of options (RFC 9110 7.6.1); `close` anywhere in it means the
-  ;; request is the last one: the server MUST close after answering it and MUST NOT process
-  ;; further requests (RFC 9112 9.6). A lone `close` is honoured; in a list (`TE, close`, as
-  ;; some clients send, or `keep-alive, close`) it is ignored, and requests pipelined after it,
-  ;; which the client considers unsent (and may retry elsewhere), run their handlers.
+  ;; Connection is a list of options (RFC 9110 7.6.1); `close` anywhere in it (`TE, close`,
+  ;; `keep-alive, close`, in any case) makes the request the last one: the server closes after
+  ;; answering it and runs no request pipelined after it (RFC 9112 9.6), which the client
+  ;; considers unsent and may retry elsewhere.
   (let [seen (atom [])]
     (with-server (recording-handler seen {}) short-timeouts
       (doseq [v ["close, TE" "TE, close" "keep-alive, close" "keep-alive,close" "Keep-Alive, Close"]]
@@ -159,11 +157,10 @@
           (is (closed? r) (str "Connection: " v " -- the server kept the connection open")))))))
 
 (deftest a-handlers-connection-close-ends-the-connection
-  ;; A handler's `Connection: close` reaches the client, but the connection stays open and the
-  ;; next pipelined request is served on it: the answer said close, so that request runs
-  ;; unseen by a client that will retry it (RFC 9112 9.6: a server that sends close MUST
-  ;; initiate closure after that response). The kernel does this for its own answers
-  ;; (faults-test/answers-that-say-close-do-close); a handler's goes through unheeded.
+  ;; A handler's `Connection: close` closes the connection after its response, as the kernel's
+  ;; own answers do (faults-test/answers-that-say-close-do-close). RFC 9112 9.6: a server that
+  ;; sends close MUST initiate closure after that response; a request pipelined after it is one
+  ;; the client considers unsent and will retry, so it never runs.
   (let [seen (atom [])]
     (with-server (recording-handler seen {"Connection" "close"}) short-timeouts
       (let [r (exchange (str "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -176,8 +173,8 @@
 
 (deftest http-1-0-clients-get-no-interim-answer
   ;; RFC 9110 10.1.1: a server that receives 100-continue in an HTTP/1.0 request MUST ignore
-  ;; it. HTTP/1.0 has no interim responses: the client reads `HTTP/1.1 100 Continue` as the
-  ;; final answer (no length: to the close), so the real answer lands in its body.
+  ;; it, for sync and async handlers alike. HTTP/1.0 has no interim responses: a client would
+  ;; read `100 Continue` as the final answer (no length: to the close), the real one as its body.
   (doseq [[mode handler opts] [[:sync (fn [req] {:status 200 :body (slurp (:body req))}) {}]
                                [:async (fn [req respond _] (respond {:status 200 :body (slurp (:body req))}))
                                 {:async? true}]]]
@@ -190,12 +187,10 @@
 ;; methods
 
 (deftest standard-methods-in-another-case-are-refused
-  ;; Methods are case-sensitive (RFC 9110 9.1): `delete` is not DELETE but an unknown method.
-  ;; The kernel's own router agrees (405 for `get /x` on a GET route), but the Ring request map
-  ;; lower-cases whatever the client sent, so `delete` reaches a plain Ring handler (compojure,
-  ;; reitit, ...) as :delete. A front end that filters methods (a WAF or proxy rule refusing
-  ;; DELETE, as the RFC lets it) passes `delete` as an unknown method, and the application runs
-  ;; it as a DELETE. An unknown method should stay distinguishable, or be refused (501).
+  ;; Methods are case-sensitive (RFC 9110 9.1): `delete` is an unknown method, not DELETE, and
+  ;; never reaches a Ring handler as :delete. A front end that filters methods (a WAF or proxy
+  ;; rule refusing DELETE, as the RFC lets it) passes `delete` as unknown, so the application
+  ;; must not run it as a DELETE: an unknown method stays distinguishable or is refused (501).
   (let [seen (atom [])]
     (with-server (fn [req] (swap! seen conj (:request-method req)) {:status 200 :body "done"})
       short-timeouts
@@ -206,12 +201,10 @@
               (str m " ran the handler as " (pr-str @seen) ": " (pr-str (u/status-line (:resp r))))))))))
 
 (deftest connect-is-refused
-  ;; A 2xx to CONNECT turns the connection into a tunnel from the byte after its head; RFC 9110
+  ;; A 2xx to CONNECT makes the connection a tunnel from the byte after its head, and RFC 9110
   ;; 9.3.6: the server MUST NOT send Content-Length or Transfer-Encoding in it. Donkey makes no
-  ;; tunnels but hands CONNECT to the handler and frames its 200 like any other, body and all,
-  ;; then reads what the client sends into its "tunnel" as HTTP requests: client and server
-  ;; disagree on what the connection is. The kernel owns framing: refuse CONNECT (405/501) or
-  ;; frame a 2xx to it without a body and close after it.
+  ;; tunnels and never answers CONNECT with a framed 2xx, so client and server never disagree on
+  ;; whether what follows is tunnel bytes or HTTP requests.
   (with-server (fn [_] {:status 200 :body "hello"}) short-timeouts
     (let [r (exchange "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n")
           resp (:resp r)
@@ -224,10 +217,9 @@
 ;; Host
 
 (deftest invalid-ip-literals-are-refused
-  ;; README: HTTP/1.1 with a Host that is not host[:port] is a 400. Inside brackets the check
-  ;; takes any run of unreserved characters, sub-delims, colons and percent signs, so IP
-  ;; literals that are neither IPv6 nor IPvFuture (RFC 3986 3.2.2) are served, and reach
-  ;; :server-name (which applications put into absolute URLs and redirects) as sent.
+  ;; HTTP/1.1 with a Host that is not host[:port] is a 400. An IP literal in brackets must be an
+  ;; IPv6 address or an IPvFuture (RFC 3986 3.2.2); any other is refused before it can reach
+  ;; :server-name, which applications put into absolute URLs and redirects.
   (let [seen (atom [])]
     (with-server (fn [req] (swap! seen conj (:server-name req)) {:status 200 :body "ok"}) short-timeouts
       (doseq [host ["[:::]" "[1:2:3:4:5:6:7:8:9]" "[a]" "[%zz]" "[fe80::1%eth0]" "[!$&'()*+,;=]"]]
@@ -248,12 +240,10 @@
                   (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
 
 (deftest a-repeated-header-costs-linear-memory
-  ;; Ring's :headers joins a repeated header's values with ",": RequestMap.Head.accept does it
-  ;; as `old + "," + value` per line, so n lines of one name copy O(n^2) chars. The default
-  ;; 16 KiB head holds ~2600 `a: b` lines: one such request makes the loop allocate ~7 MB
-  ;; (460x its size; 1200 distinct names in a 13 KiB head: 390 KiB), and the cost grows with
-  ;; the square of :max-header-size (64 KiB: ~30 ms of loop time per request, measured). It is
-  ;; paid on the event loop for async handlers and whenever the request has a body.
+  ;; Ring's :headers joins a repeated header's values with ","; doing so allocates memory linear
+  ;; in the head, not quadratic in the number of repeats (~2600 `a: b` lines fit the default
+  ;; 16 KiB head). The request map is built on the event loop, so every connection on that loop
+  ;; would pay for a quadratic join, whose cost grows with the square of :max-header-size.
   (with-server (fn [req respond _] (respond {:status 200 :body (str (count (:headers req)))}))
     {:async? true :event-loops 1}
     (let [head (str "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
@@ -293,13 +283,10 @@
       [(/ (- (event-loop-cpu-ms) before) n) last-resp])))
 
 (deftest a-long-accept-header-costs-linear-time
-  ;; :produces negotiation (MediaTypes.quality) walks the Accept list and, for each entry,
-  ;; looks for its parameters with accept.indexOf(';', i): with no ';' ahead (or only one at
-  ;; the end) every entry scans to the end of the header, O(n^2) per produced type. A 16 KiB
-  ;; `Accept: ,,,,...` costs the event loop ~10 ms per request with four :produces types
-  ;; (a normal request: ~0.1 ms). Routing runs on the event loop whatever the handler mode,
-  ;; so every connection on that loop waits meanwhile; with a larger :max-header-size the
-  ;; cost grows with its square.
+  ;; :produces negotiation costs time linear in the Accept header whatever its shape: the cost
+  ;; is measured as event-loop CPU per request against a request with a non-Accept header of the
+  ;; same size. Routing runs on the event loop whatever the handler mode, so every connection on
+  ;; that loop waits while a 16 KiB `Accept: ,,,,...` is negotiated.
   (with-server {:routes [{:path "/p" :produces ["application/json" "text/html" "text/plain" "application/xml"]
                           :handler-mode :non-blocking
                           :handler (fn [_ respond _] (respond {:status 200 :body "p"}))}]}
@@ -326,11 +313,10 @@
          "Content-Length: " (count body) "\r\n\r\n" body)))
 
 (deftest folded-part-headers-cost-linear-time
-  ;; MultipartReader.headerLines unfolds a continuation line with `last + line`: a part header
-  ;; folded over ~3900 lines (16 KiB, under the 16 KiB part-header limit) copies ~16M chars.
-  ;; 50 such parts (780 KB) cost 120-300 ms of CPU against ~15 ms for the same bytes unfolded,
-  ;; and a 16 MiB body seconds; for an async handler the parse runs on the event loop, which
-  ;; serves nothing else meanwhile.
+  ;; Unfolding a multipart part header's continuation lines costs time linear in its bytes, so
+  ;; parts whose headers are folded over ~3900 lines each (just under the 16 KiB part-header
+  ;; limit) cost the event loop about what the same bytes unfolded do (CPU per request): a
+  ;; hostile upload costs no more per byte than an ordinary one.
   (require 'donkey.middleware.multipart)
   (let [wrap (resolve 'donkey.middleware.multipart/wrap-multipart-params)]
     (with-server (wrap (fn [req respond _] (respond {:status 200 :body (str (count (:multipart-params req)))})))
@@ -350,13 +336,10 @@
 ;; threads a slow client can hold
 
 (deftest respond-never-waits-for-a-slow-client
-  ;; README (Threading): bodies produced by blocking code are streamed from a worker thread
-  ;; that waits while the client does not read. That holds when respond is called on the event
-  ;; loop; called from any other thread (a future, a core.async go block, an HTTP client's
-  ;; callback pool), Exchange.complete streams the body right there, so `respond` blocks its
-  ;; caller until the client has read everything, or until :idle-timeout gives up on it. A few
-  ;; clients that do not read stall an application's callback or go-block pool (8 threads)
-  ;; for two minutes each, with the default :idle-timeout.
+  ;; `respond` returns without waiting for the client to read the body, whatever thread calls
+  ;; it (a future, a core.async go block, an HTTP client's callback pool): bodies from blocking
+  ;; code are streamed from a worker thread. A few clients that do not read must not stall an
+  ;; application's small callback or go-block pool until :idle-timeout gives up on them.
   (doseq [[kind body] [[:input-stream #(java.io.ByteArrayInputStream. (byte-array (* 64 1024 1024)))]
                        [:seq #(repeat 4096 (apply str (repeat 16384 "x")))]]]
     (let [returned (promise)]
@@ -376,12 +359,10 @@
                      " the body to a client that does not read"))))))))
 
 (deftest file-parts-are-written-off-the-event-loop
-  ;; wrap-multipart-params, async arity, parses on the event loop (the body is in memory), and
-  ;; a part with a filename becomes a temp file: created (owner-only permissions), written,
-  ;; closed, and deleted at the end of the request, each a file-system call on the loop.
-  ;; :max-parts (1000) lets one 70 KB body carry 999 one-byte files: ~110 ms of event-loop CPU
-  ;; (200-600 ms of wall time) on this machine, against ~3 ms for the same parts as fields. An attacker
-  ;; sending ~150 KB/s keeps an event loop blocked; every connection on it waits.
+  ;; wrap-multipart-params (async arity) creates, writes, closes and deletes a part's temp file
+  ;; off the event loop: :max-parts lets one 70 KB body carry 999 one-byte files, and a loop busy
+  ;; with their file-system calls serves no other connection. The cost is event-loop CPU per
+  ;; request against the same parts sent as fields.
   (require 'donkey.middleware.multipart)
   (let [wrap (resolve 'donkey.middleware.multipart/wrap-multipart-params)
         request (fn [files?]
