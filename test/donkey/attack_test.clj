@@ -231,14 +231,6 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; cost out of proportion to the bytes sent
 
-(defn- event-loop-allocation
-  "Bytes allocated so far by the threads of Vert.x's event loops."
-  ^long []
-  (let [^com.sun.management.ThreadMXBean mx (java.lang.management.ManagementFactory/getThreadMXBean)]
-    (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
-                      :when (str/includes? (.getName t) "eventloop")]
-                  (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
-
 (deftest a-repeated-header-costs-linear-memory
   ;; Ring's :headers joins a repeated header's values with ","; doing so allocates memory linear
   ;; in the head, not quadratic in the number of repeats (~2600 `a: b` lines fit the default
@@ -249,9 +241,9 @@
     (let [head (str "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
                     (apply str (repeat 2600 "a: b\r\n")) "\r\n")
           warm (exchange head)
-          before (event-loop-allocation)
+          before (u/event-loop-allocation)
           r (exchange head)
-          grown (- (event-loop-allocation) before)]
+          grown (- (u/event-loop-allocation) before)]
       (is (= [200] (statuses (:resp warm))) (pr-str (u/status-line (:resp warm))))
       (is (= [200] (statuses (:resp r))))
       (is (< grown (* 4 1024 1024))

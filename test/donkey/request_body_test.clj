@@ -159,14 +159,6 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; bodies read whole before an async handler runs
 
-(defn- event-loop-allocation
-  "Bytes allocated so far by the threads of Vert.x's event loops."
-  ^long []
-  (let [^com.sun.management.ThreadMXBean mx (java.lang.management.ManagementFactory/getThreadMXBean)]
-    (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
-                      :when (str/includes? (.getName t) "eventloop")]
-                  (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
-
 (deftest a-declared-length-reserves-nothing
   ;; memory grows with the bytes that arrive: heads that announce 16 MiB each and send
   ;; nothing more cost the server next to nothing
@@ -178,7 +170,7 @@
                        {:routes [{:path "/" :methods [:post] :handler-mode :non-blocking :handler h}]}
                        h)
           (merge {:event-loops 1 :body-timeout 30000} (dissoc handler :routes))
-          (let [before (event-loop-allocation)
+          (let [before (u/event-loop-allocation)
                 socks (vec (for [_ (range 20)]
                              (doto (Socket. "127.0.0.1" (int u/*port*))
                                (send-headers (str "POST / HTTP/1.1\r\nHost: x\r\n"
@@ -186,7 +178,7 @@
                                                   "a few bytes")))))]
             (try
               (Thread/sleep 500)
-              (let [grown (- (event-loop-allocation) before)]
+              (let [grown (- (u/event-loop-allocation) before)]
                 (is (< grown (* 8 1024 1024))
                     (str "20 heads declaring 16 MiB each made the event loop allocate "
                          (quot grown 1024) " KiB")))

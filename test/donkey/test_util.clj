@@ -197,3 +197,11 @@
   `(let [t# (System/nanoTime)
          v# (try (do ~@body) (catch Throwable e# e#))]
      [v# (/ (- (System/nanoTime) t#) 1e6)]))
+
+(defn event-loop-allocation
+  "Bytes allocated so far by the threads of Vert.x's event loops (all servers in this JVM)."
+  ^long []
+  (let [^com.sun.management.ThreadMXBean mx (java.lang.management.ManagementFactory/getThreadMXBean)]
+    (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
+                      :when (.contains (.getName t) "eventloop")]
+                  (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
