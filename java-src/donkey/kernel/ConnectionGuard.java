@@ -160,10 +160,9 @@ final class ConnectionGuard {
    * look-up (the identity hash of a connection object Vert.x synchronizes on all the time) is
    * expensive per request.
    *
-   * <p>A plain look-up, on purpose without a last-connection shortcut: that branch is hardly
-   * ever taken with one request per connection in flight, so the JIT compiles it out of the
-   * request path, and the first time it is taken (two requests in a row from one connection)
-   * the whole compiled read path is thrown away and compiled again on the loop's core.
+   * <p>A plain look-up, without a last-connection shortcut: with one request per connection
+   * in flight the shortcut would rarely hit, and a branch the JIT has seen untaken costs a
+   * recompilation of the read path on the loop's core the first time it is taken.
    */
   State requestStarted(HttpConnection c) {
     return connections.get(c);

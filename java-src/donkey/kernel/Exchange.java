@@ -423,10 +423,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** Event loop: builds the Ring request and runs the handler in its mode. */
   void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
-    // the connection's addresses (and whether it is TLS) are taken once, at accept, not looked
-    // up here: Vert.x's lazy address fields (and a first-request branch of ours) would be
-    // compiled out during warm-up and deoptimize the whole compiled read path when new
-    // connections come (see ConnectionGuard.requestStarted)
+    // the connection's addresses (and whether it is TLS) are taken once, at accept: per
+    // request they would be a look-up each, behind a branch that new connections take
     ConnectionGuard.State c = connection;
     request = c != null
         ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
@@ -516,10 +514,12 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /**
    * The {@code respond} callback of an async handler. Called on the loop while the handler
    * runs (the common case), it only keeps the response: {@link #dispatch} writes it when the
-   * handler returns, three calls shallower, so that the JIT inlines Vert.x's write path into
-   * the request's compiled code instead of stopping at its inlining depth limit. The bytes go
-   * out no later: Vert.x flushes the loop's writes after it has read what was ready. From any
-   * other thread, or later on the loop, the response is written at once.
+   * handler returns. Vert.x starts the next pipelined request from the end of this response's
+   * write, so writing it inside the handler would run that request's handler inside this one,
+   * which would then carry on with another request marked running ({@link RequestScope}, the
+   * watchdog). The bytes go out no later: Vert.x flushes the loop's writes after it has read
+   * what was ready. From any other thread, or later on the loop, the response is written at
+   * once.
    */
   @Override
   public Object invoke(Object response) {

@@ -41,7 +41,8 @@ public final class ResponseWriter {
   /**
    * Classes named by the signatures of methods on the response path, resolved through this
    * class's loader when it is initialized: the JIT does not inline a method whose signature
-   * names a class its holder's loader has not resolved yet (JMH {@code ResponseBench}).
+   * names a class its holder's loader has not resolved yet. JMH ExchangeBench.exchange_plaintext
+   * measures it.
    */
   @SuppressWarnings("unused")
   private static final Class<?>[] SIGNATURES = {Class.class, Charset.class, Buffer.class,
