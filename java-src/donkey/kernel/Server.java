@@ -3,6 +3,7 @@ package donkey.kernel;
 import clojure.lang.AFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
+import donkey.route.Route;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -107,6 +108,10 @@ public final class Server extends AFn implements Closeable {
     if (config.handler == null && config.router == null) {
       throw new IllegalArgumentException("no handler or route table given");
     }
+    // (route handlers are linked when their Route is made)
+    Route.linkForInlining(config.handler);
+    Route.linkForInlining(config.notFound);
+    Route.linkForInlining(config.errorHandler);
     // before the worker pool, which may start threads: this is what throws for eventLoops < 1
     VertxOptions vertxOptions = new VertxOptions()
         .setEventLoopPoolSize(config.eventLoops)

@@ -47,8 +47,28 @@ public final class Route {
     if (path == null || path.isEmpty()) throw invalid("empty path");
     if (handler == null) throw invalid("no :handler");
     if (mode == null) throw invalid("no :handler-mode");
+    linkForInlining(handler);
     for (String m : this.consumes) checkRange(m);
     for (String m : this.produces) checkRange(m);
+  }
+
+  /**
+   * Has the class loader of {@code fn}'s class resolve {@code java.lang.Object}, the one class
+   * of {@code IFn.invoke}'s signatures: C2 does not inline a method whose signature names a
+   * class its holder's loader has not resolved, and a fn compiled at run time has a fresh
+   * {@code DynamicClassLoader} that often has not (the handlers of an application loaded from
+   * source, and ExchangeBench's, which measures it). Harmless for any other class; called at
+   * start-up, any thread.
+   */
+  public static void linkForInlining(Object fn) {
+    if (fn == null) return;
+    ClassLoader loader = fn.getClass().getClassLoader();
+    if (loader == null) return;
+    try {
+      Class.forName("java.lang.Object", false, loader);
+    } catch (ClassNotFoundException | LinkageError e) {
+      // a loader that cannot find Object cannot have loaded fn; nothing to do
+    }
   }
 
   private void checkRange(String range) {
