@@ -76,3 +76,12 @@
       (is (= 503 (:status (u/GET "/"))))
       (is (true? (deref seen 3000 :not-resumed)))
       (is (true? (deref released 1000 :not-released))))))
+
+(deftest at-end-on-worker-runs-off-the-loop
+  ;; for end-of-request work that blocks (deleting an upload's temp files)
+  (let [ran (promise)]
+    (with-server (fn [_ respond _]
+                   (respond {:status 200 :body (str (RequestScope/atEndOnWorker #(deliver ran (thread-name))))}))
+      {:async? true}
+      (is (= "true" (:body (u/GET "/"))))
+      (is (re-find #"donkey-worker" (str (deref ran 2000 :not-run)))))))

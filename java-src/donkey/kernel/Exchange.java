@@ -216,6 +216,20 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     atEnd.add(action);
   }
 
+  /**
+   * Event loop: has {@code action} run on a pool worker once this request is over (on the
+   * loop when the pool has stopped); at once when it is over already.
+   */
+  void atEndOnWorker(Runnable action) {
+    atEnd(() -> {
+      try {
+        loop.workers.execute(action);
+      } catch (java.util.concurrent.RejectedExecutionException stopped) {
+        action.run();
+      }
+    });
+  }
+
   /** Event loop: true once the response has ended or the connection closed. */
   boolean over() {
     return over;

@@ -32,6 +32,20 @@ public final class RequestScope {
   }
 
   /**
+   * As {@link #atEnd}, but the action runs on one of the server's worker threads, for one
+   * that blocks (deleting files, say); when it throws, the worker logs it.
+   *
+   * @return false, registering nothing, when the calling thread is not running a non-blocking
+   *     donkey handler
+   */
+  public static boolean atEndOnWorker(Runnable action) {
+    Exchange e = running();
+    if (e == null) return false;
+    e.atEndOnWorker(action);
+    return true;
+  }
+
+  /**
    * Runs {@code blocking} on one of the server's worker threads, then {@code then} on the
    * request's event loop, as part of its handler: {@link #atEnd} and {@link #isOver} work
    * there, and a throwable from either is passed to the handler's {@code raise} (when

@@ -217,10 +217,12 @@
                   (instance? Throwable r) (raise r)
                   :else
                   (let [^MultipartResult r r]
-                    ;; also when the handler never answers (the request times out, or the
-                    ;; client goes away): the kernel runs this once the request is over
-                    (RequestScope/atEnd #(.deleteTempFiles r))
-                    (when-not (RequestScope/isOver)
+                    ;; under donkey the kernel deletes the files once the request is over,
+                    ;; on a worker: after the response is sent, and also when the handler
+                    ;; never answers (a timeout) or the client goes away
+                    (if (RequestScope/atEndOnWorker #(.deleteTempFiles r))
+                      (when-not (RequestScope/isOver)
+                        (handler (add-params request (.params r)) respond raise))
                       (try
                         (handler (add-params request (.params r))
                                  (fn [response]
