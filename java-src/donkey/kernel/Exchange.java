@@ -423,14 +423,14 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** Event loop: builds the Ring request and runs the handler in its mode. */
   void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
-    // the connection's addresses (and whether it is TLS) are taken once, at accept, not looked
-    // up here: Vert.x's lazy address fields (and a first-request branch of ours) would be
-    // compiled out during warm-up and deoptimize the whole compiled read path when new
-    // connections come (see ConnectionGuard.requestStarted)
+    // the connection's addresses (whether it is TLS, its client certificate) are taken
+    // once, at accept, not looked up here: Vert.x's lazy address fields (and a first-request
+    // branch of ours) would be compiled out during warm-up and deoptimize the whole compiled
+    // read path when new connections come (see ConnectionGuard.requestStarted)
     ConnectionGuard.State c = connection;
     request = c != null
         ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
-            c.localAddress, c.ssl)
+            c.localAddress, c.ssl, c.clientCert)
         : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
     if (async) {
       // no clock read on the event loop's request path: the connection sweep stamps the time
