@@ -60,13 +60,15 @@
 
 (defn- leaf!
   "A key pair `alias` made by keytool and signed by the CA in `dir`, with the subject
-  alternative names `san` (or none): {:key PrivateKey :chain [leaf-cert ca-cert]}."
-  [dir alias dname san ^X509Certificate ca]
+  alternative names `san` (or none): {:key PrivateKey :chain [leaf-cert ca-cert]}. An EC key
+  on P-256, or `key-args` for keytool."
+  [dir alias dname san ^X509Certificate ca & key-args]
   (let [ks (path dir (str alias ".p12"))
         req (path dir (str alias ".csr"))
         crt (path dir (str alias ".crt"))]
-    (keytool "-genkeypair" "-keystore" ks "-storetype" "PKCS12" "-storepass" pass "-alias" alias
-             "-keyalg" "EC" "-groupname" "secp256r1" "-dname" dname "-validity" "3")
+    (apply keytool "-genkeypair" "-keystore" ks "-storetype" "PKCS12" "-storepass" pass "-alias" alias
+             "-dname" dname "-validity" "3"
+             (or key-args ["-keyalg" "EC" "-groupname" "secp256r1"]))
     (keytool "-certreq" "-keystore" ks "-storepass" pass "-alias" alias "-file" req)
     (apply keytool "-gencert" "-keystore" (path dir "ca.p12") "-storepass" pass "-alias" "ca"
            "-infile" req "-outfile" crt "-rfc" "-validity" "3"
@@ -110,11 +112,15 @@
         ;; two server certificates for the same host, each with a name of its own for SNI
         one (leaf! dir "one" "CN=localhost" "dns:localhost,ip:127.0.0.1,dns:a.test" ca)
         two (leaf! dir "two" "CN=localhost" "dns:localhost,ip:127.0.0.1,dns:b.test" ca)
+        ;; an RSA one, for SNI across key types
+        rsa (leaf! dir "rsa" "CN=localhost" "dns:localhost,ip:127.0.0.1,dns:c.test" ca
+                   "-keyalg" "RSA" "-keysize" "2048")
         client (leaf! dir "client" "CN=donkey test client" nil ca)]
-    {:dir dir :ca ca :one one :two two :client client
+    {:dir dir :ca ca :one one :two two :rsa rsa :client client
      :jks (store! (io/file dir "one.jks") "JKS" {"one" one} {})
      :p12 (store! (io/file dir "one-store.p12") "PKCS12" {"one" one} {})
      :sni (store! (io/file dir "sni.p12") "PKCS12" {"a" one "b" two} {})
+     :mixed (store! (io/file dir "mixed.p12") "PKCS12" {"a" one "c" rsa} {})
      :trust (store! (io/file dir "trust.p12") "PKCS12" {} {"ca" ca})
      :pem-one (pem-files! dir "one" one)
      :pem-two (pem-files! dir "two" two)}))
@@ -543,6 +549,12 @@
                 (with-open [sock (tls-socket port :sni sni :protocols [protocol])]
                   (is (= (leaf-of expected) (peer sock)) (str protocol " asking for " (pr-str sni)))
                   (is (= 200 (:status (exchange sock "/")))))))))))
+    (testing "the name wins over the key type the client prefers (EC before RSA)"
+      (with-tls [s {:keystore (:mixed pki) :key-password pass}]
+        (doseq [[sni expected] [["c.test" :rsa] ["a.test" :one] [nil :one]]
+                protocol ["TLSv1.3" "TLSv1.2"]]
+          (with-open [sock (tls-socket (server/ssl-port s) :sni sni :protocols [protocol])]
+            (is (= (leaf-of expected) (peer sock)) (str protocol " asking for " (pr-str sni)))))))
     (testing "vectors of unequal length are refused"
       (is (re-find #":ssl-cert and :ssl-key must name as many files"
                    (str (start-failure {:ssl-cert [one-crt two-crt] :ssl-key [one-key]})))))))
