@@ -598,3 +598,39 @@
         (is (nil? (server/ssl-port s)))
         (is (thrown-with-msg? IllegalStateException #"no TLS listener"
                               (server/reload-ssl! s {:ssl-cert two-crt :ssl-key two-key})))))))
+
+;; ---- bodies ------------------------------------------------------------------------------
+
+(deftest bodies-go-both-ways-over-tls
+  ;; the kernel's write paths (a file, a stream, a fixed body) and its body reads sit in the
+  ;; pipeline above the TLS handler; each must work through it
+  (let [f (doto (File/createTempFile "donkey-tls" ".bin") (.deleteOnExit))
+        data (byte-array (map unchecked-byte (take (* 3 1024 1024) (cycle (range 251)))))
+        _ (with-open [out (io/output-stream f)] (.write out ^bytes data))
+        sha (fn [^bytes b] (vec (.digest (java.security.MessageDigest/getInstance "SHA-256") b)))
+        handler (fn [req]
+                  (case (:uri req)
+                    "/file" {:status 200 :body f}
+                    "/stream" {:status 200 :body (java.io.ByteArrayInputStream. data)}
+                    "/echo" {:status 200 :body (let [b (.readAllBytes ^InputStream (:body req))]
+                                                 (str (count b) " " (hash (sha b))))}))]
+    (with-open [s (server/run-server handler {:port 0 :ssl-port 0 :join? false :event-loops 2
+                                              :keystore (:p12 pki) :key-password pass})]
+      (let [^HttpClient c (-> (HttpClient/newBuilder) (.sslContext (client-context false))
+                              (.version HttpClient$Version/HTTP_1_1) (.build))
+            get-bytes (fn [path]
+                        (.body ^HttpResponse
+                               (.send c (.build (HttpRequest/newBuilder
+                                                 (URI/create (str "https://127.0.0.1:" (server/ssl-port s) path))))
+                                      (HttpResponse$BodyHandlers/ofByteArray))))]
+        (testing "a file (sent through the TLS handler, not zero-copy)"
+          (is (= (sha data) (sha (get-bytes "/file")))))
+        (testing "a streamed body, chunked"
+          (is (= (sha data) (sha (get-bytes "/stream")))))
+        (testing "a request body read by a sync handler"
+          (let [^HttpResponse r (.send c (-> (HttpRequest/newBuilder
+                                              (URI/create (str "https://127.0.0.1:" (server/ssl-port s) "/echo")))
+                                             (.POST (java.net.http.HttpRequest$BodyPublishers/ofByteArray data))
+                                             (.build))
+                                       (HttpResponse$BodyHandlers/ofString))]
+            (is (= (str (alength data) " " (hash (sha data))) (.body r)))))))))
