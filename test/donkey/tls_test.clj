@@ -121,6 +121,7 @@
      :p12 (store! (io/file dir "one-store.p12") "PKCS12" {"one" one} {})
      :sni (store! (io/file dir "sni.p12") "PKCS12" {"a" one "b" two} {})
      :mixed (store! (io/file dir "mixed.p12") "PKCS12" {"a" one "c" rsa} {})
+     :rsa-store (store! (io/file dir "rsa.p12") "PKCS12" {"rsa" rsa} {})
      :trust (store! (io/file dir "trust.p12") "PKCS12" {} {"ca" ca})
      :pem-one (pem-files! dir "one" one)
      :pem-two (pem-files! dir "two" two)}))
@@ -441,7 +442,21 @@
         (with-open [sock (tls-socket port :protocols ["TLSv1.2"])]
           (is (re-find #"^TLS_ECDHE_ECDSA_WITH_.*(_GCM_|CHACHA20)" (.getCipherSuite (.getSession sock))))))
       (testing "the server still serves"
-        (is (= 200 (:status (https-get port "/"))))))))
+        (is (= 200 (:status (https-get port "/")))))))
+  (testing "with an RSA certificate: no static-RSA key exchange (no forward secrecy)"
+    (with-tls [s {:keystore (:rsa-store pki) :key-password pass}]
+      (let [port (server/ssl-port s)
+            jdk (set (.getSupportedCipherSuites ^SSLSocketFactory (.getSocketFactory (client-context false))))]
+        (doseq [suite ["TLS_RSA_WITH_AES_128_GCM_SHA256" "TLS_RSA_WITH_AES_256_GCM_SHA384"
+                       "TLS_RSA_WITH_AES_128_CBC_SHA" "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"]
+                :when (jdk suite)]
+          (is (refused? port :protocols ["TLSv1.2"] :suites [suite]) suite))
+        (doseq [suite ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
+                       "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384"]
+                :when (jdk suite)]
+          (is (not (refused? port :protocols ["TLSv1.2"] :suites [suite])) suite))
+        (with-open [sock (tls-socket port)]
+          (is (= (leaf-of :rsa) (peer sock))))))))
 
 (deftest exclude-protocols-and-ciphers
   (testing ":exclude-protocols"
@@ -456,6 +471,15 @@
         (is (refused? port :protocols ["TLSv1.3"] :suites ["TLS_AES_256_GCM_SHA384"]))
         (is (refused? port :protocols ["TLSv1.3"] :suites ["TLS_CHACHA20_POLY1305_SHA256"]))
         (is (not (refused? port :protocols ["TLSv1.3"] :suites ["TLS_AES_128_GCM_SHA256"]))))))
+  (testing ":replace-exclude-ciphers? true starts from every suite the JDK enables"
+    (with-tls [s {:keystore (:p12 pki) :key-password pass :replace-exclude-ciphers? true
+                  :exclude-ciphers [".*_CBC_SHA$"]}]
+      (let [port (server/ssl-port s)]
+        (is (not (refused? port :protocols ["TLSv1.2"]
+                           :suites ["TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"]))
+            "a CBC suite donkey leaves out by default")
+        (is (refused? port :protocols ["TLSv1.2"] :suites ["TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"])
+            "but not what :exclude-ciphers names"))))
   (testing "excluding everything is refused at start-up, naming the option"
     (is (re-find #"^donkey.server/run-server: :exclude-protocols leaves no protocol"
                  (str (start-failure {:keystore (:p12 pki) :key-password pass
