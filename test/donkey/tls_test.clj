@@ -594,10 +594,11 @@
           (is (= 200 (:status (exchange old "/"))))
           (is (nil? (server/reload-ssl! s {:ssl-cert two-crt :ssl-key two-key :port 1234}))
               "other options are ignored")
-          (testing "a new connection gets the new certificate"
-            (with-open [new (tls-socket port)]
-              (is (= (leaf-of :two) (peer new)))
-              (is (= 200 (:status (exchange new "/"))))))
+          (testing "new connections get the new certificate, on every event loop"
+            (dotimes [_ 4]
+              (with-open [new (tls-socket port)]
+                (is (= (leaf-of :two) (peer new)))
+                (is (= 200 (:status (exchange new "/")))))))
           (testing "an open keep-alive connection is untouched"
             (is (= 200 (:status (exchange old "/"))))
             (is (= (leaf-of :one) (peer old)))))
