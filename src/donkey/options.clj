@@ -210,7 +210,11 @@
               "forward-secret AEAD ones")}
    {:key :replace-exclude-protocols? :to (field replaceExcludeProtocols) :check :boolean
     :doc (str "true: :exclude-protocols applies to TLSv1 to TLSv1.3 (those the JDK allows), "
-              "not to TLSv1.3 and TLSv1.2")}])
+              "not to TLSv1.3 and TLSv1.2")}
+   {:key :keystore-scan-interval :to (field keystoreScanInterval) :check [:int 0 86400]
+    :doc (str "seconds between checks of the TLS files (:keystore, :ssl-cert, :ssl-key, "
+              ":truststore); when their contents change they are reloaded as by reload-ssl!; "
+              "0 for never")}])
 
 (def refused
   "Options of ring-jetty, http-kit and ring-jetty9-adapter that ask for something donkey does
@@ -224,9 +228,7 @@
                   ":worker-threads, or use :virtual-threads? true")
         logs (str "donkey logs through System.Logger (logger \"donkey\"); route that to your "
                   "logging library with its JUL bridge instead")]
-    {:keystore-scan-interval [(str "donkey does not watch key store files; call "
-                                   "donkey.server/reload-ssl! when they change")]
-     :sni-host-check? [(str "donkey does not check the Host header against the SNI name; "
+    {:sni-host-check? [(str "donkey does not check the Host header against the SNI name; "
                             "false is accepted") #(not (true? %))]
      :h2? ["donkey does not do HTTP/2 yet"] :h2c? ["donkey does not do HTTP/2 yet"]
      :websockets [ws] :ws-idle-timeout [ws] :ws-max-text-size [ws] :ws-max-binary-size [ws]

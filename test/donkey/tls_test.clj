@@ -624,6 +624,36 @@
         (is (thrown-with-msg? IllegalStateException #"no TLS listener"
                               (server/reload-ssl! s {:ssl-cert two-crt :ssl-key two-key})))))))
 
+;; ---- :keystore-scan-interval ----------------------------------------------------------------
+
+(deftest keystore-scan-interval-reloads-files-whose-contents-change
+  (let [dir (:dir pki)
+        crt (path dir "scanned-chain.pem")
+        k (path dir "scanned-key.pem")
+        [one-crt one-key] (:pem-one pki)
+        [two-crt two-key] (:pem-two pki)
+        copy (fn [from to] (io/copy (io/file from) (io/file to)))
+        served (fn [port] (with-open [sock (tls-socket port)] (peer sock)))
+        eventually (fn [f] (loop [i 0]
+                             (let [v (f)]
+                               (if (or v (> i 60)) v (do (Thread/sleep 100) (recur (inc i)))))))]
+    (copy one-crt crt)
+    (copy one-key k)
+    (with-tls [s {:ssl-cert crt :ssl-key k :keystore-scan-interval 1}]
+      (let [port (server/ssl-port s)]
+        (is (= (leaf-of :one) (served port)))
+        (testing "half a change (a key that does not match its certificate) is not used"
+          (copy two-key k)
+          (Thread/sleep 2500)
+          (is (= (leaf-of :one) (served port)) "the previous pair stays"))
+        (testing "once the pair is whole again, new connections get it"
+          (copy two-crt crt)
+          (is (eventually #(= (leaf-of :two) (served port)))))))
+    (testing "the interval is checked"
+      (is (re-find #":keystore-scan-interval must be an integer in 0\.\.86400"
+                   (str (start-failure {:ssl-cert one-crt :ssl-key one-key
+                                        :keystore-scan-interval -1})))))))
+
 ;; ---- bodies ------------------------------------------------------------------------------
 
 (deftest bodies-go-both-ways-over-tls

@@ -47,6 +47,8 @@ public final class Server extends AFn implements Closeable {
   private volatile int port;
   /** The TLS listener's bound port, or -1 without one. */
   private volatile int tlsPort = -1;
+  /** The TLS settings in use: the start's, or the last reload's. */
+  private volatile ServerConfig tlsConfig;
   private final java.util.concurrent.ScheduledExecutorService watchdog;
   private volatile Thread shutdownHook;
 
@@ -174,6 +176,10 @@ public final class Server extends AFn implements Closeable {
             every, every,
             TimeUnit.MILLISECONDS);
       }
+      if (config.ssl) {
+        server.tlsConfig = config;
+        if (config.keystoreScanInterval > 0) server.scanTlsFiles(config.keystoreScanInterval);
+      }
       if (config.shutdownHook) {
         Thread hook = new Thread(server::stop, "donkey-shutdown-hook");
         server.shutdownHook = hook;
@@ -232,6 +238,40 @@ public final class Server extends AFn implements Closeable {
     if (stopping.get()) throw new IllegalStateException("the server has stopped");
     ServerSSLOptions options = Tls.options(tls, handshakeTimeoutMs(config));
     await(loops.get(0).updateTls(options), START_TIMEOUT_S * 1000);
+    tlsConfig = tls;
+  }
+
+  /**
+   * Watchdog thread, every {@code seconds}: reloads the TLS settings in use when the contents
+   * of their files have changed (ring-jetty's {@code :keystore-scan-interval}). Contents, not
+   * modification times, which a copy may keep and a coarse file system rounds. A change that
+   * cannot be used (a half-written file, say) is logged and the previous settings stay; the
+   * next change is tried again.
+   */
+  private void scanTlsFiles(int seconds) {
+    ServerConfig[] scanned = {tlsConfig};
+    long[] print = {Tls.fingerprint(tlsConfig)};
+    watchdog.scheduleWithFixedDelay(() -> {
+      ServerConfig c = tlsConfig;
+      long now = Tls.fingerprint(c);
+      if (c != scanned[0]) {
+        // reloaded by hand: watch the files it named from now on
+        scanned[0] = c;
+        print[0] = now;
+        return;
+      }
+      if (now == print[0]) return;
+      print[0] = now;
+      try {
+        reloadTls(c);
+        System.getLogger("donkey").log(System.Logger.Level.INFO,
+            "donkey: the TLS files changed; new connections use them");
+      } catch (RuntimeException e) {
+        System.getLogger("donkey").log(System.Logger.Level.WARNING,
+            "donkey: the TLS files changed but cannot be used, so the previous ones stay: "
+            + (e instanceof IllegalArgumentException ? e.getMessage() : rootMessage(e)));
+      }
+    }, seconds, seconds, TimeUnit.SECONDS);
   }
 
   /** The Vert.x instance: an escape hatch for advanced use; donkey owns its life cycle. */

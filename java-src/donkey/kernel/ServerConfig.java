@@ -134,6 +134,11 @@ public final class ServerConfig {
   /** True: {@link #excludeProtocols} applies to TLSv1 to TLSv1.3, not donkey's two. */
   public boolean replaceExcludeProtocols;
   /**
+   * Seconds between checks of the TLS files ({@link #keystore}, {@link #sslCert},
+   * {@link #sslKey}, {@link #truststore}); when they have changed they are reloaded. 0: never.
+   */
+  public int keystoreScanInterval;
+  /**
    * {@code (fn [body response output-stream])} that writes a body through
    * {@code ring.core.protocols/StreamableResponseBody}, or null when ring-core is absent.
    */

@@ -251,6 +251,34 @@ final class Tls {
     }
   }
 
+  /**
+   * A checksum of the contents of the TLS files {@code c} names (a key store or trust store
+   * given as a path, the PEM files), with a mark for each that cannot be read; 0 when it names
+   * none.
+   */
+  static long fingerprint(ServerConfig c) {
+    List<String> files = new ArrayList<>();
+    if (c.keystore instanceof String) files.add((String) c.keystore);
+    if (c.truststore instanceof String) files.add((String) c.truststore);
+    for (Object v : new Object[] {c.sslCert, c.sslKey}) {
+      if (v instanceof String) files.add((String) v);
+      if (v instanceof List) {
+        for (Object p : (List<?>) v) files.add(String.valueOf(p));
+      }
+    }
+    if (files.isEmpty()) return 0;
+    java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+    for (String f : files) {
+      try {
+        crc.update(Files.readAllBytes(Path.of(f)));
+      } catch (IOException | RuntimeException e) {
+        crc.update(-1);
+      }
+      crc.update(0);
+    }
+    return crc.getValue() | 1L << 32;
+  }
+
   // ---- key material -----------------------------------------------------------------------
 
   /**
