@@ -363,6 +363,17 @@
                  (str (try (server/run-server describe {:port 0 :join? false :http? false})
                            (catch IllegalArgumentException e (ex-message e))))))))
 
+(deftest an-http2-client-is-served-http-1-1
+  ;; no ALPN: a client that offers h2 in its handshake gets HTTP/1.1, as donkey serves no HTTP/2
+  (with-tls [s {:keystore (:p12 pki) :key-password pass}]
+    (let [^HttpClient c (-> (HttpClient/newBuilder) (.sslContext (client-context false))
+                            (.version HttpClient$Version/HTTP_2) (.build))
+          ^HttpResponse r (.send c (.build (HttpRequest/newBuilder
+                                            (URI/create (str "https://127.0.0.1:" (server/ssl-port s) "/"))))
+                                 (HttpResponse$BodyHandlers/ofString))]
+      (is (= 200 (.statusCode r)))
+      (is (= HttpClient$Version/HTTP_1_1 (.version r))))))
+
 ;; ---- client certificates -----------------------------------------------------------------
 
 (deftest client-auth-need-want-and-none
