@@ -27,9 +27,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * written for http-kit keeps working: {@code (server)} is {@link #stop()}, and
  * {@code (server :timeout ms)} or {@code (server {:timeout ms})} is {@link #stop(long)}.
  *
- * <p>Threading: {@link #start}, {@link #stop} and {@link #await} (and calling it) block the
- * calling thread and must not be called from an event loop. {@link #port} and
- * {@link #status} may be called from any thread.
+ * <p>Threading: {@link #start}, {@link #stop}, {@link #reloadTls} and {@link #await} (and
+ * calling it) block the calling thread and must not be called from an event loop.
+ * {@link #port}, {@link #tlsPort} and {@link #status} may be called from any thread.
  */
 public final class Server extends AFn implements Closeable {
   private static final Keyword TIMEOUT = Keyword.intern("timeout");
