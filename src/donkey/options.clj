@@ -10,10 +10,14 @@
 
 (set! *warn-on-reflection* true)
 
+(def ^:dynamic *caller*
+  "The public function whose argument is being checked, which `fail` names."
+  "donkey.server/run-server")
+
 (defn fail
-  "Throws the IllegalArgumentException run-server throws for a bad argument."
-  [msg]
-  (throw (IllegalArgumentException. (str "donkey.server/run-server: " msg))))
+  "Throws the IllegalArgumentException run-server (or `*caller*`) throws for a bad argument."
+  ([msg] (throw (IllegalArgumentException. (str *caller* ": " msg))))
+  ([msg ^Throwable cause] (throw (IllegalArgumentException. (str *caller* ": " msg) cause))))
 
 (defmacro ^:private field
   "Where an option goes: the `ServerConfig` field `f`, as `:get`, which reads it (its
@@ -164,26 +168,68 @@
    {:key :trust-forwarded-for? :to (field trustForwardedFor) :check :boolean
     :aliases [[:legacy-unsafe-remote-addr?]]
     :doc (str "take :remote-addr from X-Forwarded-For when present, not from the socket "
-              "peer; only behind a proxy you trust")}])
+              "peer; only behind a proxy you trust")}
+   ;; TLS: the files are read and checked by the kernel (donkey.kernel.Tls) at start-up
+   {:key :ssl? :to (field ssl) :check :boolean
+    :doc (str "serve HTTPS on :ssl-port, beside HTTP on :port unless :http? is false; giving "
+              ":ssl-port turns it on too (as with ring-jetty)")}
+   {:key :ssl-port :to (field sslPort) :check [:int 0 65535]
+    :doc "port of the TLS listener; 0 picks a free one"}
+   {:key :http? :to (field http) :check :boolean
+    :doc "false: no plaintext listener, HTTPS only"}
+   {:key :keystore :to (field keystore) :check :keystore
+    :doc (str "the server's key and certificate chain: a key store file's path or a "
+              "java.security.KeyStore; with several key entries, SNI chooses (see the README)")}
+   {:key :keystore-type :to (field keystoreType) :check :string-or-nil
+    :default-doc "by extension"
+    :doc "type of a :keystore file; by default PKCS12 for .p12 and .pfx files, else JKS"}
+   {:key :key-password :to (field keyPassword) :check :string-or-nil
+    :doc "password of :keystore and of its keys"}
+   {:key :ssl-cert :to (field sslCert) :check :paths
+    :doc (str "PEM file of the certificate chain, the server's certificate first (instead of "
+              ":keystore); a vector of files, one per :ssl-key, for SNI")}
+   {:key :ssl-key :to (field sslKey) :check :paths
+    :doc "PEM file of :ssl-cert's unencrypted PKCS#8 private key, or a vector of them"}
+   {:key :ssl-context :to (field sslContext) :check :ssl-context
+    :doc (str "a javax.net.ssl.SSLContext to serve as it is (its key and trust managers), "
+              "instead of :keystore or PEM files")}
+   {:key :truststore :to (field truststore) :check :keystore
+    :doc (str "the CAs whose client certificates are accepted: a key store file's path or a "
+              "java.security.KeyStore; needed for :client-auth")}
+   {:key :trust-password :to (field trustPassword) :check :string-or-nil
+    :doc "password of :truststore"}
+   {:key :client-auth :to (field clientAuth) :check [:one-of :none :want :need]
+    :doc (str ":need: a client certificate is required; :want: asked for, not required; "
+              "the request's :ssl-client-cert is the one presented")}
+   {:key :exclude-ciphers :to (field excludeCiphers) :check :strings
+    :doc "cipher suites (names or regular expressions) not to enable"}
+   {:key :exclude-protocols :to (field excludeProtocols) :check :strings
+    :doc "protocols not to enable (of TLSv1.3 and TLSv1.2)"}
+   {:key :replace-exclude-ciphers? :to (field replaceExcludeCiphers) :check :boolean
+    :doc (str "true: :exclude-ciphers applies to every suite the JDK enables, not to donkey's "
+              "forward-secret AEAD ones")}
+   {:key :replace-exclude-protocols? :to (field replaceExcludeProtocols) :check :boolean
+    :doc (str "true: :exclude-protocols applies to TLSv1 to TLSv1.3 (those the JDK allows), "
+              "not to TLSv1.3 and TLSv1.2")}
+   {:key :keystore-scan-interval :to (field keystoreScanInterval) :check [:int 0 86400]
+    :doc (str "seconds between checks of the TLS files (:keystore, :ssl-cert, :ssl-key, "
+              ":truststore); when their contents change they are reloaded as by reload-ssl!; "
+              "0 for never")}])
 
 (def refused
   "Options of ring-jetty, http-kit and ring-jetty9-adapter that ask for something donkey does
   not do, as option -> [reason ok?]: a value `ok?` accepts (default nil or false: not asked
   for) passes. Ignoring them would surprise, serving plaintext to someone who asked for TLS,
   say; options whose absence only changes tuning are accepted instead (see `without-effect`)."
-  (let [tls "donkey does not do TLS yet; terminate TLS in a proxy in front of it"
-        ws "donkey does not do WebSockets yet"
+  (let [ws "donkey does not do WebSockets yet"
         listen (str "donkey listens on a TCP :host and :port only (no Unix domain sockets or "
                     "custom channels)")
         pool (str "donkey runs sync handlers on a pool of its own; size it with "
                   ":worker-threads, or use :virtual-threads? true")
         logs (str "donkey logs through System.Logger (logger \"donkey\"); route that to your "
                   "logging library with its JUL bridge instead")]
-    {:ssl? [tls] :ssl-port [tls] :ssl-context [tls] :keystore [tls] :keystore-type [tls]
-     :key-password [tls] :keystore-scan-interval [tls] :truststore [tls] :trust-password [tls]
-     :client-auth [tls] :sni-host-check? [tls] :exclude-ciphers [tls] :exclude-protocols [tls]
-     :replace-exclude-ciphers? [tls] :replace-exclude-protocols? [tls]
-     :http? ["donkey does not do TLS yet, so it cannot serve HTTPS only" #(not (false? %))]
+    {:sni-host-check? [(str "donkey does not check the Host header against the SNI name; "
+                            "false is accepted") #(not (true? %))]
      :h2? ["donkey does not do HTTP/2 yet"] :h2c? ["donkey does not do HTTP/2 yet"]
      :websockets [ws] :ws-idle-timeout [ws] :ws-max-text-size [ws] :ws-max-binary-size [ws]
      :max-ws [ws]
@@ -224,6 +270,17 @@
       :string (when-not (string? v) "a string")
       :string-or-nil (when-not (or (nil? v) (string? v)) "a string or nil")
       :fn-or-nil (when-not (or (nil? v) (ifn? v)) (str "a function " a))
+      :keystore (when-not (or (nil? v) (string? v) (instance? java.security.KeyStore v))
+                  "a path or a java.security.KeyStore")
+      :paths (when-not (or (nil? v) (string? v)
+                           (and (vector? v) (seq v) (every? string? v)))
+               "a path or a vector of paths")
+      :strings (when-not (or (nil? v) (and (sequential? v) (every? string? v)))
+                 "a vector of strings")
+      :ssl-context (when-not (or (nil? v) (instance? javax.net.ssl.SSLContext v))
+                     "a javax.net.ssl.SSLContext")
+      :one-of (when-not (contains? (set (rest check)) v)
+                (str "one of " (str/join ", " (rest check))))
       :int (let [hi (if (keyword? b) (get resolved b) b)]
              (when-not (and (integer? v) (<= a v hi))
                (str "an integer in " a ".." hi))))))
@@ -292,6 +349,8 @@
             :let [v (get resolved k)]]
       (must-be (get-in opts [::from k] k) check v resolved)
       (when to ((:set to) cfg v)))
+    ;; as ring-jetty: an :ssl-port turns TLS on, whatever :ssl? says
+    (when (contains? opts :ssl-port) (set! (.ssl cfg) true))
     cfg))
 
 (defn join?
@@ -329,10 +388,12 @@
   "The options part of run-server's docstring: each option of the table, its meaning and its
   default, one entry after another in the docstring's indentation."
   []
-  (str/join "\n" (for [{k :key :as e} table
-                       line (wrap (format "    %-25s" k)
-                                  ;; the default as one word, so that it is never split
-                                  (conj (str/split (:doc e) #" ")
-                                        (str "(default " (default-text e) ")"))
-                                  96)]
-                   line)))
+  ;; the meanings start one column past the longest option
+  (let [column (inc (apply max (map (comp count str :key) table)))]
+    (str/join "\n" (for [{k :key :as e} table
+                         line (wrap (format (str "    %-" column "s") k)
+                                    ;; the default as one word, so that it is never split
+                                    (conj (str/split (:doc e) #" ")
+                                          (str "(default " (default-text e) ")"))
+                                    96)]
+                     line))))

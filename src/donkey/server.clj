@@ -82,17 +82,52 @@
   :request-header-size, :selector-threads, :send-server-version? false; :ip, :thread,
   :queue-size, :max-body, :max-line, :ring-async?, ...: the README has the whole mapping); two
   names of one setting with different values fail. Other unknown options are ignored, so an
-  existing option map works as it is; options asking for something donkey does not do (TLS,
-  HTTP/2, WebSockets, a thread pool or Jetty configurator of yours, ...) are refused rather
+  existing option map works as it is; options asking for something donkey does not do
+  (HTTP/2, WebSockets, a thread pool or Jetty configurator of yours, ...) are refused rather
   than ignored.
 
-  Throws IllegalArgumentException for an invalid option and IllegalStateException when the
-  server cannot start (port in use, ...), after releasing whatever it had started.")}
+  TLS: with :ssl? or :ssl-port, HTTPS is served on :ssl-port beside HTTP on :port (HTTPS only
+  with :http? false), TLS 1.3 and 1.2 only, with forward-secret AEAD cipher suites; requests
+  on it have :scheme :https, and :ssl-client-cert when the client presented a certificate.
+  `reload-ssl!` replaces the certificate of a running server.
+
+  Throws IllegalArgumentException for an invalid option (a TLS file that is missing, a wrong
+  password, a key that does not match its certificate, ... included) and
+  IllegalStateException when the server cannot start (port in use, ...), after releasing
+  whatever it had started.")}
   ^Server [handler opts]
-  (let [server (Server/start (config handler opts))]
+  (let [cfg (config handler opts)
+        ^Server server (try (Server/start cfg)
+                            ;; the kernel's TLS checks name the option; say whose argument
+                            ;; it was
+                            (catch IllegalArgumentException e (fail (ex-message e) e)))]
     (when (options/join? opts)
       (.await server))
     server))
+
+(def ^:private tls-options
+  "The options `reload-ssl!` reads: those of the key material, trust and protocols."
+  [:keystore :keystore-type :key-password :ssl-cert :ssl-key :ssl-context :truststore
+   :trust-password :client-auth :exclude-ciphers :exclude-protocols :replace-exclude-ciphers?
+   :replace-exclude-protocols?])
+
+(defn reload-ssl!
+  "Has `server`'s TLS listener serve new TLS connections with the key material, trust and
+  protocol settings `opts` gives, in run-server's TLS options (:keystore, :key-password,
+  :keystore-type, :ssl-cert, :ssl-key, :ssl-context, :truststore, :trust-password,
+  :client-auth, :exclude-ciphers, :exclude-protocols and the :replace-exclude-... switches;
+  other keys are ignored, so run-server's whole option map may be given). Open connections
+  keep what they negotiated. `opts` is checked and its files read first: a bad value throws
+  IllegalArgumentException naming the option and leaves the server as it was. Throws
+  IllegalStateException when `server` has no TLS listener or has stopped. Blocks the calling
+  thread while the files load (do not call it from an event loop); returns nil."
+  [^Server server opts]
+  (binding [options/*caller* "donkey.server/reload-ssl!"]
+    (when-not (map? opts) (fail (str "options must be a map, got " (pr-str opts))))
+    (let [cfg (options/configure! (ServerConfig.) (select-keys opts tls-options))]
+      (try (.reloadTls server cfg)
+           (catch IllegalArgumentException e (fail (ex-message e) e)))
+      nil)))
 
 (defn stop
   "Stops `server`: stops accepting connections, lets in-flight requests finish for up to
@@ -108,9 +143,17 @@
    nil))
 
 (defn port
-  "The port `server` is bound to; with `:port 0`, the one the OS chose."
+  "The port `server`'s plaintext listener is bound to (with `:port 0`, the one the OS chose);
+  with `:http? false`, its TLS listener's."
   ^long [^Server server]
   (.port server))
+
+(defn ssl-port
+  "The port `server`'s TLS listener is bound to (with `:ssl-port 0`, the one the OS chose), or
+  nil when it serves no TLS. Any thread."
+  [^Server server]
+  (let [p (.tlsPort server)]
+    (when (<= 0 p) p)))
 
 (defn status
   "`:running`, `:stopping` (draining in-flight requests) or `:stopped`."

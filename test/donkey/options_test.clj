@@ -225,11 +225,8 @@
 ;; ---- refused -----------------------------------------------------------------------------
 
 (deftest options-donkey-cannot-honour-are-refused
-  (doseq [[opts what] [[{:ssl? true} #"TLS"] [{:ssl-port 8443} #"TLS"] [{:keystore "k.jks"} #"TLS"]
-                       [{:key-password "p"} #"TLS"] [{:truststore "t.jks"} #"TLS"] [{:client-auth :need} #"TLS"]
-                       [{:ssl-context :ctx} #"TLS"] [{:sni-host-check? true} #"TLS"] [{:exclude-ciphers ["x"]} #"TLS"]
-                       [{:keystore-scan-interval 60} #"TLS"]
-                       [{:http? false} #"HTTPS only"] [{:h2? true} #"HTTP/2"] [{:h2c? true} #"HTTP/2"]
+  (doseq [[opts what] [[{:sni-host-check? true} #"SNI name"]
+                       [{:h2? true} #"HTTP/2"] [{:h2c? true} #"HTTP/2"]
                        [{:unix-socket "/tmp/s"} #"Unix domain"] [{:address-finder (fn [])} #"Unix domain"]
                        [{:channel-factory (fn [_])} #"Unix domain"]
                        [{:configurator identity} #"Jetty Server"]
@@ -246,7 +243,7 @@
       (is (re-find what msg) msg)))
   (testing "the same options saying \"not wanted\" are accepted"
     (doseq [opts [{:ssl? false} {:http? true} {:h2? false} {:proxy-protocol :disable}
-                  {:keystore nil} {:configurator nil}]]
+                  {:keystore nil} {:configurator nil} {:sni-host-check? false}]]
       (is (nil? (refusal opts)) (pr-str opts)))))
 
 (deftest options-without-effect-are-accepted
@@ -433,6 +430,11 @@
   [^ServerConfig c]
   (apply dissoc (field-values c) non-options))
 
+(def ^:private no-default
+  "The options whose default is none (nil)."
+  #{:async-timeout-handler :keystore :keystore-type :key-password :ssl-cert :ssl-key :ssl-context
+    :truststore :trust-password :exclude-ciphers :exclude-protocols})
+
 (deftest every-option-has-a-default-a-check-and-a-place
   (let [fresh (ServerConfig.)]
     (doseq [{k :key :keys [check to doc] :as e} options/table]
@@ -441,7 +443,7 @@
         (is (or (some? to) (= :join? k)) "a field, but for :join?, which run-server reads")
         (is (not (str/blank? doc)) "a meaning")
         (let [v (#'options/default-of e fresh)]
-          (is (or (some? v) (= :async-timeout-handler k)) "a default")
+          (is (or (some? v) (no-default k)) "a default")
           (is (nil? (#'options/problem check v {:worker-threads (.workerThreads fresh)}))
               (str "the default " (pr-str v) " passes the check")))))
     (testing "an :int bound naming an option names one checked before it"
@@ -477,7 +479,8 @@
 (deftest every-option-refuses-a-bad-value-naming-itself
   (doseq [{k :key [kind lo] :check} (map #(update % :check (fn [c] (if (vector? c) c [c]))) options/table)
           :when (not= :any kind)
-          :let [bad (case kind :int "1" :boolean "yes" (:string :string-or-nil) 1 :fn-or-nil "fn")]]
+          :let [bad (case kind :int "1" :boolean "yes" (:string :string-or-nil) 1 :fn-or-nil "fn"
+                      :keystore 1 :paths [] :strings "x" :ssl-context "ctx" :one-of :other)]]
     (testing k
       (is (re-find (re-pattern (str "^donkey\\.server/run-server: " (java.util.regex.Pattern/quote (str k))
                                     " must be .*, got " (java.util.regex.Pattern/quote (pr-str bad)) "$"))

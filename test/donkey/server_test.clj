@@ -63,8 +63,9 @@
                        [{:port 0 :worker-threads 0} #":worker-threads"]
                        [{:port 0 :event-loops 0} #":event-loops"]
                        [{:port 0 :async? "yes"} #":async\?"]
-                       [{:port 0 :ssl? true} #":ssl\? is not supported"]
-                       [{:port 0 :http? false} #":http\? is not supported"]
+                       [{:port 0 :ssl? true} #":ssl\? needs the server's key"]
+                       [{:port 0 :http? false} #":http\? false serves nothing without TLS"]
+                       [{:port 0 :h2? true} #":h2\? is not supported"]
                        [{:port 0 :host 1} #":host"]]]
       (let [e (try (server/run-server hello (assoc opts :join? false)) nil
                    (catch IllegalArgumentException e e))]

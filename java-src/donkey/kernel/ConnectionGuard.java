@@ -53,6 +53,11 @@ final class ConnectionGuard {
     SocketAddress localAddress;
     /** True for a TLS connection, taken at accept (Vert.x searches the pipeline per call). */
     boolean ssl;
+    /**
+     * The client's certificate on a TLS connection whose client presented one when asked,
+     * else null; taken at accept, once the handshake is done ({@code :ssl-client-cert}).
+     */
+    java.security.cert.X509Certificate clientCert;
     /** Set once an answer said Connection: close; requests read after it are not served. */
     boolean closing;
     /** Set by the connection's close handler. */
@@ -119,6 +124,7 @@ final class ConnectionGuard {
     s.remoteAddress = peer == null ? null : peer.hostAddress();
     s.localAddress = c.localAddress();
     s.ssl = c.isSsl();
+    if (s.ssl) s.clientCert = VertxInternals.clientCertificate(c);
     outbox.batchFlushes(c, s);
     VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
     connections.put(c, s);

@@ -437,12 +437,13 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** Event loop: builds the Ring request and runs the handler in its mode. */
   void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
-    // the connection's addresses (and whether it is TLS) are taken once, at accept: per
-    // request they would be a look-up each, behind a branch that new connections take
+    // the connection's addresses (whether it is TLS, its client certificate) are taken
+    // once, at accept: per request they would be a look-up each, behind a branch that new
+    // connections take
     ConnectionGuard.State c = connection;
     request = c != null
         ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
-            c.localAddress, c.ssl)
+            c.localAddress, c.ssl, c.clientCert)
         : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
     if (async) {
       // no clock read on the event loop's request path: the connection sweep stamps the time

@@ -9,6 +9,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.file.FileSystemOptions;
+import io.vertx.core.net.ServerSSLOptions;
 import java.io.Closeable;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -26,9 +27,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * written for http-kit keeps working: {@code (server)} is {@link #stop()}, and
  * {@code (server :timeout ms)} or {@code (server {:timeout ms})} is {@link #stop(long)}.
  *
- * <p>Threading: {@link #start}, {@link #stop} and {@link #await} (and calling it) block the
- * calling thread and must not be called from an event loop. {@link #port} and
- * {@link #status} may be called from any thread.
+ * <p>Threading: {@link #start}, {@link #stop}, {@link #reloadTls} and {@link #await} (and
+ * calling it) block the calling thread and must not be called from an event loop.
+ * {@link #port}, {@link #tlsPort} and {@link #status} may be called from any thread.
  */
 public final class Server extends AFn implements Closeable {
   private static final Keyword TIMEOUT = Keyword.intern("timeout");
@@ -44,6 +45,10 @@ public final class Server extends AFn implements Closeable {
       new java.util.concurrent.atomic.AtomicInteger();
   private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile int port;
+  /** The TLS listener's bound port, or -1 without one. */
+  private volatile int tlsPort = -1;
+  /** The TLS settings in use: the start's, or the last reload's. */
+  private volatile ServerConfig tlsConfig;
   private final java.util.concurrent.ScheduledExecutorService watchdog;
   private volatile Thread shutdownHook;
 
@@ -100,7 +105,8 @@ public final class Server extends AFn implements Closeable {
    * than one event loop or worker thread is Vert.x's or the pool's IllegalArgumentException,
    * thrown before any thread is started.
    *
-   * @throws IllegalArgumentException when there is no handler or route table
+   * @throws IllegalArgumentException when there is no handler or route table, or the TLS options
+   *     are inconsistent or their files cannot be used (the message names the option)
    * @throws IllegalStateException when the server cannot start (port in use, bad host, no
    *     virtual threads on this JVM); everything started so far is released first
    */
@@ -112,6 +118,18 @@ public final class Server extends AFn implements Closeable {
     Route.linkForInlining(config.handler);
     Route.linkForInlining(config.notFound);
     Route.linkForInlining(config.errorHandler);
+    ServerSSLOptions tls = null;
+    if (config.ssl) {
+      if (config.http && config.port != 0 && config.port == config.sslPort) {
+        throw new IllegalArgumentException(":ssl-port " + config.sslPort + " is :port too; "
+            + "give each listener a port of its own");
+      }
+      // read and checked here, before any thread is started
+      tls = Tls.options(config, handshakeTimeoutMs(config));
+    } else if (!config.http) {
+      throw new IllegalArgumentException(":http? false serves nothing without TLS: give "
+          + ":ssl? true or an :ssl-port");
+    }
     // before the worker pool, which may start threads: this is what throws for eventLoops < 1
     VertxOptions vertxOptions = new VertxOptions()
         .setEventLoopPoolSize(config.eventLoops)
@@ -134,16 +152,20 @@ public final class Server extends AFn implements Closeable {
     Server server = new Server(config, vertx, workers);
     try {
       // Vert.x binds one random port shared by every instance for a negative port; port 0
-      // would give each event loop a port of its own.
-      server.deploy(config.port == 0 ? -1 : config.port, config.eventLoops);
+      // would give each event loop a port of its own. The TLS listener's is another negative
+      // port, so that the two listeners stay two.
+      server.deploy(config.port == 0 ? -1 : config.port, config.sslPort == 0 ? -2 : config.sslPort,
+          tls, config.eventLoops);
       int bound = server.loops.get(0).actualPort();
+      int tlsBound = server.loops.get(0).actualTlsPort();
       for (ServerVerticle v : server.loops) {
-        if (v.actualPort() != bound) {
-          throw new IllegalStateException("event loops bound different ports: " + bound
-              + " and " + v.actualPort());
+        if (v.actualPort() != bound || v.actualTlsPort() != tlsBound) {
+          throw new IllegalStateException("event loops bound different ports: " + bound + "/"
+              + tlsBound + " and " + v.actualPort() + "/" + v.actualTlsPort());
         }
       }
-      server.port = bound;
+      server.port = bound >= 0 ? bound : tlsBound;
+      server.tlsPort = tlsBound;
       if (config.blockedWarningMs > 0) {
         int n = config.eventLoops;
         Exchange[] seen = new Exchange[n];
@@ -154,6 +176,10 @@ public final class Server extends AFn implements Closeable {
             every, every,
             TimeUnit.MILLISECONDS);
       }
+      if (config.ssl) {
+        server.tlsConfig = config;
+        if (config.keystoreScanInterval > 0) server.scanTlsFiles(config.keystoreScanInterval);
+      }
       if (config.shutdownHook) {
         Thread hook = new Thread(server::stop, "donkey-shutdown-hook");
         server.shutdownHook = hook;
@@ -163,21 +189,89 @@ public final class Server extends AFn implements Closeable {
     } catch (RuntimeException e) {
       server.release(0);
       throw new IllegalStateException("donkey could not listen on " + config.host + ":"
-          + config.port + ": " + rootMessage(e), e);
+          + (config.http ? config.port + (config.ssl ? " and " : "") : "")
+          + (config.ssl ? config.sslPort + " (TLS)" : "") + ": " + rootMessage(e), e);
     }
   }
 
-  private void deploy(int onPort, int instances) {
+  /**
+   * How long a TLS handshake may take, in ms: Vert.x's 10 s, or the header timeout when that is
+   * shorter (a connection that has not finished its handshake has not sent a head either).
+   */
+  private static long handshakeTimeoutMs(ServerConfig config) {
+    return config.headerTimeoutMs > 0 ? Math.min(config.headerTimeoutMs, 10_000) : 10_000;
+  }
+
+  private void deploy(int onPort, int onTlsPort, ServerSSLOptions tls, int instances) {
     await(vertx.deployVerticle(() -> {
-      ServerVerticle v = new ServerVerticle(config, workers, onPort, openConnections);
+      ServerVerticle v = new ServerVerticle(config, workers, onPort, onTlsPort, tls,
+          openConnections);
       loops.add(v);
       return v;
     }, new DeploymentOptions().setInstances(instances)), START_TIMEOUT_S * 1000);
   }
 
-  /** The port the server is bound to (the chosen one when started with port 0). */
+  /**
+   * The port the plaintext listener is bound to (the chosen one when started with port 0), or
+   * the TLS listener's when there is no plaintext one.
+   */
   public int port() {
     return port;
+  }
+
+  /** The port the TLS listener is bound to, or -1 when the server has none. */
+  public int tlsPort() {
+    return tlsPort;
+  }
+
+  /**
+   * Has new TLS connections use the key material, trust and protocol settings of
+   * {@code tls} (its TLS fields only; see {@link ServerConfig}); open connections keep what
+   * they negotiated. {@code tls} is loaded and checked first, so a bad one leaves the server
+   * as it was. Blocks while it loads; must not be called from an event loop.
+   *
+   * @throws IllegalArgumentException naming the option when {@code tls} cannot be used
+   * @throws IllegalStateException when the server has no TLS listener or has stopped
+   */
+  public void reloadTls(ServerConfig tls) {
+    if (!config.ssl) throw new IllegalStateException("the server has no TLS listener");
+    if (stopping.get()) throw new IllegalStateException("the server has stopped");
+    ServerSSLOptions options = Tls.options(tls, handshakeTimeoutMs(config));
+    await(loops.get(0).updateTls(options), START_TIMEOUT_S * 1000);
+    tlsConfig = tls;
+  }
+
+  /**
+   * Watchdog thread, every {@code seconds}: reloads the TLS settings in use when the contents
+   * of their files have changed (ring-jetty's {@code :keystore-scan-interval}). Contents, not
+   * modification times, which a copy may keep and a coarse file system rounds. A change that
+   * cannot be used (a half-written file, say) is logged and the previous settings stay; the
+   * next change is tried again.
+   */
+  private void scanTlsFiles(int seconds) {
+    ServerConfig[] scanned = {tlsConfig};
+    long[] print = {Tls.fingerprint(tlsConfig)};
+    watchdog.scheduleWithFixedDelay(() -> {
+      ServerConfig c = tlsConfig;
+      long now = Tls.fingerprint(c);
+      if (c != scanned[0]) {
+        // reloaded by hand: watch the files it named from now on
+        scanned[0] = c;
+        print[0] = now;
+        return;
+      }
+      if (now == print[0]) return;
+      print[0] = now;
+      try {
+        reloadTls(c);
+        System.getLogger("donkey").log(System.Logger.Level.INFO,
+            "donkey: the TLS files changed; new connections use them");
+      } catch (RuntimeException e) {
+        System.getLogger("donkey").log(System.Logger.Level.WARNING,
+            "donkey: the TLS files changed but cannot be used, so the previous ones stay: "
+            + (e instanceof IllegalArgumentException ? e.getMessage() : rootMessage(e)));
+      }
+    }, seconds, seconds, TimeUnit.SECONDS);
   }
 
   /** The Vert.x instance: an escape hatch for advanced use; donkey owns its life cycle. */
@@ -316,7 +410,9 @@ public final class Server extends AFn implements Closeable {
 
   @Override
   public String toString() {
-    return "#<donkey.Server " + config.host + ":" + port + (stopping.get() ? " stopped" : "") + ">";
+    return "#<donkey.Server " + config.host + ":" + port
+        + (tlsPort >= 0 && tlsPort != port ? " TLS:" + tlsPort : "")
+        + (stopping.get() ? " stopped" : "") + ">";
   }
 
   private static <T> T await(Future<T> f, long timeoutMs) {

@@ -1,6 +1,7 @@
 package donkey.kernel;
 
 import clojure.lang.IFn;
+import clojure.lang.Keyword;
 
 /**
  * Start-up configuration of a {@link Server}. Built once by {@code donkey.server/run-server}
@@ -97,6 +98,46 @@ public final class ServerConfig {
   public boolean daemon;
   /** When true, {@code :remote-addr} comes from the first X-Forwarded-For entry if present. */
   public boolean trustForwardedFor;
+
+  // ---- TLS: checked and loaded by Tls when the server starts (or its TLS is reloaded) ----
+
+  /** Serve TLS on {@link #sslPort}, beside the plaintext listener unless {@link #http} is off. */
+  public boolean ssl;
+  /** The TLS listener's port (0: a free one); used when {@link #ssl} is on. */
+  public int sslPort = 443;
+  /** Serve plaintext on {@link #port}; false with {@link #ssl} serves TLS only. */
+  public boolean http = true;
+  /** The server's key store: a path (String) or a loaded {@link java.security.KeyStore}. */
+  public Object keystore;
+  /** The type of a key store given as a path; null: PKCS12 for .p12/.pfx, else JKS. */
+  public String keystoreType;
+  /** The password of {@link #keystore} and of the keys in it. */
+  public String keyPassword;
+  /** The CAs whose client certificates are accepted: a path or a {@link java.security.KeyStore}. */
+  public Object truststore;
+  /** The password of {@link #truststore}. */
+  public String trustPassword;
+  /** Client certificates: {@code :need} (required), {@code :want} (asked for) or {@code :none}. */
+  public Keyword clientAuth = Keyword.intern("none");
+  /** A ready SSLContext used as it is (its key and trust managers), instead of a key store. */
+  public javax.net.ssl.SSLContext sslContext;
+  /** PEM certificate chain files (a path or a list of paths, one per {@link #sslKey}). */
+  public Object sslCert;
+  /** PEM PKCS#8 private key files (a path or a list of paths, one per {@link #sslCert}). */
+  public Object sslKey;
+  /** Cipher suites (names or regular expressions) removed from the enabled ones. */
+  public java.util.List<?> excludeCiphers;
+  /** Protocols removed from the enabled ones (TLSv1.3 and TLSv1.2 by default). */
+  public java.util.List<?> excludeProtocols;
+  /** True: {@link #excludeCiphers} applies to the JDK's default suites, not donkey's. */
+  public boolean replaceExcludeCiphers;
+  /** True: {@link #excludeProtocols} applies to TLSv1 to TLSv1.3, not donkey's two. */
+  public boolean replaceExcludeProtocols;
+  /**
+   * Seconds between checks of the TLS files ({@link #keystore}, {@link #sslCert},
+   * {@link #sslKey}, {@link #truststore}); when they have changed they are reloaded. 0: never.
+   */
+  public int keystoreScanInterval;
   /**
    * {@code (fn [body response output-stream])} that writes a body through
    * {@code ring.core.protocols/StreamableResponseBody}, or null when ring-core is absent.

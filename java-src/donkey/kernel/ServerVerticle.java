@@ -8,17 +8,23 @@ import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerConfig;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
+import io.vertx.core.net.ServerSSLOptions;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The HTTP server of one event loop. Every instance listens on the same host and port; Vert.x
- * spreads connections over them. Per-loop state lives here and is only written by this loop;
- * its timer refreshes the JVM's shared {@code Date} value ({@link HttpDate}).
+ * The HTTP servers of one event loop: plaintext on the port, TLS on the TLS port, or both. Every
+ * instance listens on the same host and ports; Vert.x spreads connections over them, and both
+ * listeners hand their connections and requests to the same methods. Per-loop state lives here
+ * and is only written by this loop; its timer refreshes the JVM's shared {@code Date} value
+ * ({@link HttpDate}).
  */
 final class ServerVerticle extends VerticleBase {
   final ServerConfig config;
@@ -34,6 +40,10 @@ final class ServerVerticle extends VerticleBase {
   /** The verticle whose event loop the current thread is, for {@link RequestScope}. */
   private static final ThreadLocal<ServerVerticle> LOOP = new ThreadLocal<>();
   private final int port;
+  /** The TLS listener's port. */
+  private final int tlsPort;
+  /** The TLS listener's options, or null for no TLS listener. */
+  private final ServerSSLOptions tls;
   /**
    * How long {@link #stop} lets in-flight requests finish, in ms: the configured shutdown
    * timeout, or what {@link Server#stop(long)} was given (set before it closes Vert.x).
@@ -84,14 +94,19 @@ final class ServerVerticle extends VerticleBase {
   private EventLoop netty;
   private long timer = -1;
   private long sweeper = -1;
+  /** The plaintext server, or null without one. */
   private HttpServer http;
+  /** The TLS server, or null without one. */
+  private HttpServer https;
 
-  ServerVerticle(ServerConfig config, WorkerPool workers, int port,
-                 java.util.concurrent.atomic.AtomicInteger openConnections) {
+  ServerVerticle(ServerConfig config, WorkerPool workers, int port, int tlsPort,
+                 ServerSSLOptions tls, java.util.concurrent.atomic.AtomicInteger openConnections) {
     this.config = config;
     this.workers = workers;
     this.yieldAfterHandOff = !workers.virtual();
     this.port = port;
+    this.tlsPort = tlsPort;
+    this.tls = tls;
     this.shutdownGraceMs = config.shutdownTimeoutMs;
     this.guard = new ConnectionGuard(config, openConnections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
@@ -131,11 +146,36 @@ final class ServerVerticle extends VerticleBase {
         // an upgrade and sits in each response's write path
         .setPerFrameWebSocketCompressionSupported(false)
         .setPerMessageWebSocketCompressionSupported(false);
-    http = vertx.createHttpServer(opts)
-        .connectionHandler(this::accept)
+    List<Future<?>> listening = new ArrayList<>(2);
+    if (config.http) {
+      http = handlers(vertx.createHttpServer(opts));
+      listening.add(http.listen(VertxInternals.listenAddress(port, config.host)));
+    }
+    if (tls != null) {
+      // the same HTTP settings (HTTP/1.x only: no ALPN, so no h2), over the JDK's TLS engine
+      https = handlers(vertx.httpServerBuilder()
+          .with(new HttpServerConfig(opts))
+          .with(tls)
+          .with(Tls.ENGINE)
+          .build());
+      listening.add(https.listen(VertxInternals.listenAddress(tlsPort, config.host)));
+    }
+    return Future.all(listening);
+  }
+
+  private HttpServer handlers(HttpServer s) {
+    return s.connectionHandler(this::accept)
         .requestHandler(this::request)
         .invalidRequestHandler(this::invalid);
-    return http.listen(VertxInternals.listenAddress(port, config.host));
+  }
+
+  /**
+   * Any thread but an event loop's: has new TLS connections use {@code options}; open ones keep
+   * what they negotiated. Every loop's TLS server shares one listener, so one update serves
+   * them all.
+   */
+  Future<Boolean> updateTls(ServerSSLOptions options) {
+    return https.updateSSLOptions(options, true);
   }
 
   /** Stops accepting; in-flight requests get up to the shutdown timeout to finish. */
@@ -143,8 +183,10 @@ final class ServerVerticle extends VerticleBase {
   public Future<?> stop() {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sweeper);
-    return http == null ? Future.succeededFuture()
-        : http.shutdown(Duration.ofMillis(shutdownGraceMs));
+    List<Future<?>> shut = new ArrayList<>(2);
+    if (http != null) shut.add(http.shutdown(Duration.ofMillis(shutdownGraceMs)));
+    if (https != null) shut.add(https.shutdown(Duration.ofMillis(shutdownGraceMs)));
+    return Future.all(shut);
   }
 
   /**
@@ -255,9 +297,14 @@ final class ServerVerticle extends VerticleBase {
     }
   }
 
-  /** The port this loop's server is bound to. */
+  /** The port this loop's plaintext server is bound to, or -1 without one. */
   int actualPort() {
-    return http.actualPort();
+    return http == null ? -1 : http.actualPort();
+  }
+
+  /** The port this loop's TLS server is bound to, or -1 without one. */
+  int actualTlsPort() {
+    return https == null ? -1 : https.actualPort();
   }
 
 }

@@ -11,6 +11,7 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.handler.ssl.SslHandler;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
 import io.vertx.core.http.HttpConnection;
@@ -71,6 +72,27 @@ final class VertxInternals {
   static ChannelPipeline pipeline(HttpConnection c) {
     return c instanceof ConnectionBase ? ((ConnectionBase) c).channelHandlerContext().pipeline()
         : null;
+  }
+
+  /**
+   * Event loop, at accept on a TLS connection (Vert.x calls the connection handler once the
+   * handshake is done): the first certificate of the client's chain when the server asked for
+   * one and the client presented it, else null. The TLS handler's engine says whether it was
+   * asked for, so a connection that was not asked costs no exception.
+   */
+  static java.security.cert.X509Certificate clientCertificate(HttpConnection c) {
+    ChannelPipeline p = pipeline(c);
+    SslHandler h = p == null ? null : p.get(SslHandler.class);
+    if (h == null) return null;
+    javax.net.ssl.SSLEngine engine = h.engine();
+    if (!engine.getNeedClientAuth() && !engine.getWantClientAuth()) return null;
+    try {
+      java.security.cert.Certificate[] chain = engine.getSession().getPeerCertificates();
+      return chain.length > 0 && chain[0] instanceof java.security.cert.X509Certificate
+          ? (java.security.cert.X509Certificate) chain[0] : null;
+    } catch (javax.net.ssl.SSLPeerUnverifiedException none) {
+      return null;
+    }
   }
 
   /** Event loop: bytes written to {@code c} and not yet flushed to its socket (0 when unknown). */

@@ -27,7 +27,8 @@ import java.util.Iterator;
  * {@code :content-type}, {@code :content-length} (a Long) and {@code :character-encoding},
  * are always present (nil when the request has no such header) and worked out from the same
  * pass each time one is read. The other values are taken from the Vert.x request when the map
- * is made.
+ * is made. {@code :ssl-client-cert} is there only on a TLS connection whose client presented a
+ * certificate (taken once per connection, at accept).
  *
  * <p>To its users it is a plain Clojure map: {@code get}, keyword lookup, {@code contains?},
  * {@code count}, {@code =} and {@code hash} (equal to the {@link PersistentArrayMap} with the
@@ -62,6 +63,8 @@ final class LazyRequestMap extends APersistentMap
   /** The socket peer's address. */
   private final String peer;
   private final boolean trustForwardedFor;
+  /** The client's certificate on a TLS connection that has one, else null (no such key). */
+  private final Object clientCert;
 
   // computed on first read
   private transient volatile RequestMap.Head head;
@@ -92,7 +95,8 @@ final class LazyRequestMap extends APersistentMap
   LazyRequestMap(MultiMap headerLines, RequestMap.Head head, HostAndPort absolute,
                  SocketAddress local, String uri, String queryString,
                  Object method, Object scheme, String protocol, InputStream body,
-                 IPersistentMap pathParams, String peer, boolean trustForwardedFor) {
+                 IPersistentMap pathParams, String peer, boolean trustForwardedFor,
+                 Object clientCert) {
     this.headerLines = headerLines;
     // a plain store, not a volatile one: a volatile store is a full fence on x86, once per
     // request. A thread that gets this map without a happens-before edge and sees null only
@@ -109,6 +113,7 @@ final class LazyRequestMap extends APersistentMap
     this.pathParams = pathParams;
     this.peer = peer;
     this.trustForwardedFor = trustForwardedFor;
+    this.clientCert = clientCert;
   }
 
   // ---- the lazy values ----------------------------------------------------------------
@@ -146,7 +151,7 @@ final class LazyRequestMap extends APersistentMap
       RequestMap.Head h = head();
       whole = m = RequestMap.entries(a.port, a.name, remoteAddr(), uri, queryString, scheme,
           method, protocol, h.headers, h.contentType, RequestMap.contentLength(h.contentLength),
-          RequestMap.characterEncoding(h.contentType), body, pathParams);
+          RequestMap.characterEncoding(h.contentType), body, pathParams, clientCert);
     }
     return m;
   }
@@ -178,6 +183,7 @@ final class LazyRequestMap extends APersistentMap
     if (key == RequestMap.CHARACTER_ENCODING) {
       return RequestMap.characterEncoding(head().contentType);
     }
+    if (key == RequestMap.SSL_CLIENT_CERT && clientCert != null) return clientCert;
     return notFound;
   }
 
@@ -189,7 +195,8 @@ final class LazyRequestMap extends APersistentMap
         || key == RequestMap.SERVER_NAME || key == RequestMap.SERVER_PORT
         || key == RequestMap.PROTOCOL || key == RequestMap.CONTENT_TYPE
         || key == RequestMap.CONTENT_LENGTH || key == RequestMap.CHARACTER_ENCODING
-        || key == RequestMap.PATH_PARAMS && pathParams != null;
+        || key == RequestMap.PATH_PARAMS && pathParams != null
+        || key == RequestMap.SSL_CLIENT_CERT && clientCert != null;
   }
 
   @Override
@@ -199,7 +206,7 @@ final class LazyRequestMap extends APersistentMap
 
   @Override
   public int count() {
-    return pathParams == null ? 13 : 14;
+    return 13 + (pathParams == null ? 0 : 1) + (clientCert == null ? 0 : 1);
   }
 
   // ---- whole-map operations: on the built map -------------------------------------------

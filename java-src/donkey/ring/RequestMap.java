@@ -224,7 +224,7 @@ public final class RequestMap {
                                      String peer) {
     return build(req, head, body, trustForwardedFor, pathParams,
         peer != null ? peer : req.remoteAddress().hostAddress(), req.localAddress(),
-        req.isSSL());
+        req.isSSL(), null);
   }
 
   /**
@@ -235,15 +235,18 @@ public final class RequestMap {
    * @param peer the socket peer's address
    * @param local the connection's local address
    * @param ssl true when the connection is TLS ({@code :scheme :https})
+   * @param clientCert the client's certificate ({@code :ssl-client-cert}, a
+   *     {@link java.security.cert.X509Certificate}), or null: the map then has no such key
    */
   public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams,
-                                     String peer, SocketAddress local, boolean ssl) {
+                                     String peer, SocketAddress local, boolean ssl,
+                                     Object clientCert) {
     String uri = req.uri();
     HostAndPort absolute = uri.startsWith("/") ? null : targetAuthority(uri);
     return new LazyRequestMap(req.headers(), head, absolute, local, req.path(), req.query(),
         method(req.method()), ssl ? HTTPS : HTTP, protocol(req.version()), body,
-        pathParams, peer, trustForwardedFor);
+        pathParams, peer, trustForwardedFor, clientCert);
   }
 
   /**
@@ -259,14 +262,15 @@ public final class RequestMap {
 
   /**
    * The request map's entries, in the order {@code seq} shows them (Ring's servlet adapter's
-   * order, the deprecated keys after {@code :headers}).
+   * order, the deprecated keys after {@code :headers}); {@code :ssl-client-cert} only when
+   * {@code clientCert} is not null, {@code :path-params} only when {@code pathParams} is not.
    */
   static IPersistentMap entries(Integer serverPort, String serverName, String remote,
                                 String uri, String queryString, Object scheme, Object method,
                                 String protocol, IPersistentMap headers, String contentType,
                                 Long contentLength, String characterEncoding, InputStream body,
-                                IPersistentMap pathParams) {
-    Object[] kv = new Object[pathParams == null ? 26 : 28];
+                                IPersistentMap pathParams, Object clientCert) {
+    Object[] kv = new Object[26 + (pathParams == null ? 0 : 2) + (clientCert == null ? 0 : 2)];
     kv[0] = SERVER_PORT;
     kv[1] = serverPort;
     kv[2] = SERVER_NAME;
@@ -293,9 +297,14 @@ public final class RequestMap {
     kv[23] = characterEncoding;
     kv[24] = BODY;
     kv[25] = body;
+    int i = 26;
     if (pathParams != null) {
-      kv[26] = PATH_PARAMS;
-      kv[27] = pathParams;
+      kv[i++] = PATH_PARAMS;
+      kv[i++] = pathParams;
+    }
+    if (clientCert != null) {
+      kv[i++] = SSL_CLIENT_CERT;
+      kv[i] = clientCert;
     }
     return new PersistentArrayMap(kv);
   }
