@@ -9,7 +9,7 @@
   :repositories [["central" {:url "https://repo1.maven.org/maven2/" :snapshots false}]]
   :source-paths ["src"]
   :java-source-paths ["java-src"]
-  :javac-options ["--release" "17" "-Xlint:all,-serial,-options,-path,-classfile" "-Werror"]
+  :javac-options ["--release" "17" "-proc:none" "-Xlint:all,-serial,-options,-path,-classfile" "-Werror"]
   :global-vars {*warn-on-reflection* true}
   :jar-exclusions [#"\.java$" #"(?i)log4j|logback|logging\.properties"]
   :profiles {;; Debian's Maven-layout folder: nREPL for lein's :base profile, and the Ring 1.8.2
