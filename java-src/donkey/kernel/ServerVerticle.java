@@ -156,7 +156,7 @@ final class ServerVerticle extends VerticleBase {
       https = handlers(vertx.httpServerBuilder()
           .with(new HttpServerConfig(opts))
           .with(tls)
-          .with(Tls.ENGINE)
+          .with(TlsContextFactory.ENGINE)
           .build());
       listening.add(https.listen(VertxInternals.listenAddress(tlsPort, config.host)));
     }
