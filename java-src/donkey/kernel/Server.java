@@ -41,8 +41,7 @@ public final class Server extends AFn implements Closeable {
   private final WorkerPool workers;
   private final List<ServerVerticle> loops = new CopyOnWriteArrayList<>();
   private final AtomicBoolean stopping = new AtomicBoolean();
-  private final java.util.concurrent.atomic.AtomicInteger openConnections =
-      new java.util.concurrent.atomic.AtomicInteger();
+  private final ConnectionCount connections;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile int port;
   /** The TLS listener's bound port, or -1 without one. */
@@ -56,6 +55,7 @@ public final class Server extends AFn implements Closeable {
     this.config = config;
     this.vertx = vertx;
     this.workers = workers;
+    this.connections = new ConnectionCount(config.maxConnections);
     this.watchdog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "donkey-watchdog");
       t.setDaemon(true);
@@ -142,9 +142,13 @@ public final class Server extends AFn implements Closeable {
     WorkerPool workers = config.virtualThreads ? Workers.virtual(config.threadIdleTimeoutMs)
         : Workers.platform(config.workerThreads, config.minThreads, config.threadIdleTimeoutMs,
             config.maxQueuedRequests);
+    // a TLS connection counts toward :max-connections from its accept, which only the
+    // listening channel sees (Vert.x hands the connection over after its handshake)
+    VertxInternals.Listeners listeners = config.ssl ? new VertxInternals.Listeners() : null;
     Vertx vertx;
     try {
-      vertx = Vertx.vertx(vertxOptions);
+      vertx = listeners == null ? Vertx.vertx(vertxOptions)
+          : Vertx.builder().with(vertxOptions).withTransport(listeners).build();
     } catch (RuntimeException e) {
       workers.shutdownNow();
       throw e;
@@ -166,6 +170,12 @@ public final class Server extends AFn implements Closeable {
       }
       server.port = bound >= 0 ? bound : tlsBound;
       server.tlsPort = tlsBound;
+      if (listeners != null
+          && !VertxInternals.countAtAccept(listeners, tlsBound, server.connections)) {
+        System.getLogger("donkey").log(System.Logger.Level.WARNING, "donkey: TLS connections "
+            + "count toward :max-connections only once their handshake is done: the TLS "
+            + "listener's channel was not found");
+      }
       if (config.blockedWarningMs > 0) {
         int n = config.eventLoops;
         Exchange[] seen = new Exchange[n];
@@ -208,7 +218,7 @@ public final class Server extends AFn implements Closeable {
   private void deploy(int onPort, int onTlsPort, ServerSSLOptions tls, int instances) {
     await(vertx.deployVerticle(() -> {
       ServerVerticle v = new ServerVerticle(config, workers, onPort, onTlsPort, tls,
-          openConnections);
+          connections);
       loops.add(v);
       return v;
     }, new DeploymentOptions().setInstances(instances)), START_TIMEOUT_S * 1000);
