@@ -194,7 +194,7 @@ final class KeyMaterial {
   }
 
   /** {@code v}, a path or a list of paths, as a non-empty list. */
-  static List<String> paths(String option, Object v) {
+  private static List<String> paths(String option, Object v) {
     List<String> out = new ArrayList<>();
     if (v instanceof String) {
       out.add((String) v);
