@@ -169,7 +169,7 @@
     :aliases [[:legacy-unsafe-remote-addr?]]
     :doc (str "take :remote-addr from X-Forwarded-For when present, not from the socket "
               "peer; only behind a proxy you trust")}
-   ;; TLS: the files are read and checked by the kernel (donkey.kernel.Tls) at start-up
+   ;; TLS: the files are read and checked by the kernel (donkey.kernel.TlsOptions) at start-up
    {:key :ssl? :to (field ssl) :check :boolean
     :doc (str "serve HTTPS on :ssl-port, beside HTTP on :port unless :http? is false; giving "
               ":ssl-port turns it on too (as with ring-jetty)")}

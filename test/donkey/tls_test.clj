@@ -521,6 +521,41 @@
         (let [{:keys [closed?]} (raw-answer port (byte-array 0))]
           (is closed?))))))
 
+;; A TLS connection counts toward :max-connections from its accept, as a plaintext one
+;; does, not once its handshake is done: otherwise connections that never send a ClientHello
+;; could pile up beyond the limit, bounded only by the handshake timeout.
+(deftest silent-tls-connections-count-toward-max-connections
+  (let [silent! (fn [port n]
+                  (vec (repeatedly n #(doto (Socket.)
+                                        (.connect (InetSocketAddress. "127.0.0.1" (int port)) 5000)))))]
+    (with-open [s (server/run-server describe {:http? false :ssl-port 0 :join? false
+                                               :event-loops 2 :max-connections 4
+                                               :keystore (:p12 pki) :key-password pass})]
+      (let [port (server/ssl-port s)
+            held (silent! port 4)]
+        (try
+          (Thread/sleep 300)
+          (let [t0 (System/nanoTime)]
+            (is (refused? port) "a fifth connection, a real TLS client, is refused")
+            (is (< (/ (- (System/nanoTime) t0) 1e6) 3000) "at once, not after a handshake timeout"))
+          (finally (run! #(.close ^Socket %) held)))
+        (Thread/sleep 300)
+        (is (not (refused? port)) "once the silent connections are closed, a TLS client is served")))
+    (testing "silent connections leave their places when the handshake timeout closes them"
+      (with-open [s (server/run-server describe {:http? false :ssl-port 0 :join? false
+                                                 :event-loops 2 :max-connections 4
+                                                 :header-timeout 3000
+                                                 :keystore (:p12 pki) :key-password pass})]
+        (let [port (server/ssl-port s)
+              held (silent! port 4)]
+          (try
+            (Thread/sleep 300)
+            (is (refused? port) "while the silent connections are open")
+            ;; the handshake timeout is the header timeout's 3 s
+            (Thread/sleep 4000)
+            (is (not (refused? port)) "served while the silent clients still hold their sockets")
+            (finally (run! #(.close ^Socket %) held))))))))
+
 (deftest bad-tls-options-fail-start-up-naming-the-option
   (let [[one-crt one-key] (:pem-one pki)
         [_ two-key] (:pem-two pki)

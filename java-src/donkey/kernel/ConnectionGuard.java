@@ -2,12 +2,10 @@ package donkey.kernel;
 
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.net.SocketAddress;
-import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The connections of one event loop: enforces {@code :max-connections} (shared by every loop
@@ -24,12 +22,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * check in particular replaces Netty's IdleStateHandler, which costs a promise and a listener
  * on every write (make bench: pipelined plaintext).
  *
- * <p>Threading: every method runs on the owning event loop, except that {@link #open} is
+ * <p>A plaintext connection is counted toward {@code :max-connections} here, at its accept. A
+ * TLS one is counted when its listener accepts it ({@link VertxInternals#countAtAccept}):
+ * Vert.x hands it over only once its handshake is done, and connections that never finish one
+ * must not pile up beyond the limit meanwhile.
+ *
+ * <p>Threading: every method runs on the owning event loop, except that {@link #count} is
  * shared between loops (atomic).
  */
 final class ConnectionGuard {
-  private static final System.Logger LOG = System.getLogger("donkey");
-
   /**
    * A time not read yet: set on the request path instead of {@code System.nanoTime()} (a clock
    * read per request shows on pipelined plaintext), and replaced by the time of the first sweep
@@ -53,6 +54,8 @@ final class ConnectionGuard {
     SocketAddress localAddress;
     /** True for a TLS connection, taken at accept (Vert.x searches the pipeline per call). */
     boolean ssl;
+    /** Counted when the listener accepted it, and released when its channel closes. */
+    boolean countedAtAccept;
     /**
      * The client's certificate on a TLS connection whose client presented one when asked,
      * else null; taken at accept, once the handshake is done ({@code :ssl-client-cert}).
@@ -90,13 +93,12 @@ final class ConnectionGuard {
   }
 
   private final ServerConfig config;
-  private final AtomicInteger open;
+  private final ConnectionCount count;
   private final Map<HttpConnection, State> connections = new IdentityHashMap<>();
-  private long lastRefusalLog;
 
-  ConnectionGuard(ServerConfig config, AtomicInteger open) {
+  ConnectionGuard(ServerConfig config, ConnectionCount count) {
     this.config = config;
-    this.open = open;
+    this.count = count;
   }
 
   /** This loop's outbox (its flushes are batched per connection); set at start. */
@@ -107,15 +109,9 @@ final class ConnectionGuard {
    * it and returns its state (null when refused).
    */
   State accept(HttpConnection c) {
-    int n = open.incrementAndGet();
-    if (config.maxConnections > 0 && n > config.maxConnections) {
-      open.decrementAndGet();
-      long now = System.nanoTime();
-      if (now - lastRefusalLog > 1_000_000_000L) {
-        lastRefusalLog = now;
-        LOG.log(Level.WARNING, "refusing connections over :max-connections ({0})",
-            config.maxConnections);
-      }
+    boolean ssl = c.isSsl();
+    boolean counted = ssl && VertxInternals.countedAtAccept(c);
+    if (!counted && !count.admit()) {
       c.close();
       return null;
     }
@@ -123,14 +119,15 @@ final class ConnectionGuard {
     SocketAddress peer = c.remoteAddress();
     s.remoteAddress = peer == null ? null : peer.hostAddress();
     s.localAddress = c.localAddress();
-    s.ssl = c.isSsl();
+    s.ssl = ssl;
+    s.countedAtAccept = counted;
     if (s.ssl) s.clientCert = VertxInternals.clientCertificate(c);
     outbox.batchFlushes(c, s);
     VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
     connections.put(c, s);
     c.closeHandler(v -> {
       s.closed = true;
-      if (connections.remove(c) != null) open.decrementAndGet();
+      if (connections.remove(c) != null && !s.countedAtAccept) count.release();
       Exchange x = s.current;
       if (x != null) x.connectionClosed();
     });
@@ -305,6 +302,6 @@ final class ConnectionGuard {
 
   /** Open connections of the whole server. */
   int openConnections() {
-    return open.get();
+    return count.open();
   }
 }

@@ -41,8 +41,7 @@ public final class Server extends AFn implements Closeable {
   private final WorkerPool workers;
   private final List<ServerVerticle> loops = new CopyOnWriteArrayList<>();
   private final AtomicBoolean stopping = new AtomicBoolean();
-  private final java.util.concurrent.atomic.AtomicInteger openConnections =
-      new java.util.concurrent.atomic.AtomicInteger();
+  private final ConnectionCount connections;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile int port;
   /** The TLS listener's bound port, or -1 without one. */
@@ -56,6 +55,7 @@ public final class Server extends AFn implements Closeable {
     this.config = config;
     this.vertx = vertx;
     this.workers = workers;
+    this.connections = new ConnectionCount(config.maxConnections);
     this.watchdog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "donkey-watchdog");
       t.setDaemon(true);
@@ -125,7 +125,7 @@ public final class Server extends AFn implements Closeable {
             + "give each listener a port of its own");
       }
       // read and checked here, before any thread is started
-      tls = Tls.options(config, handshakeTimeoutMs(config));
+      tls = TlsOptions.from(config, handshakeTimeoutMs(config));
     } else if (!config.http) {
       throw new IllegalArgumentException(":http? false serves nothing without TLS: give "
           + ":ssl? true or an :ssl-port");
@@ -142,9 +142,13 @@ public final class Server extends AFn implements Closeable {
     WorkerPool workers = config.virtualThreads ? Workers.virtual(config.threadIdleTimeoutMs)
         : Workers.platform(config.workerThreads, config.minThreads, config.threadIdleTimeoutMs,
             config.maxQueuedRequests);
+    // a TLS connection counts toward :max-connections from its accept, which only the
+    // listening channel sees (Vert.x hands the connection over after its handshake)
+    VertxInternals.Listeners listeners = config.ssl ? new VertxInternals.Listeners() : null;
     Vertx vertx;
     try {
-      vertx = Vertx.vertx(vertxOptions);
+      vertx = listeners == null ? Vertx.vertx(vertxOptions)
+          : Vertx.builder().with(vertxOptions).withTransport(listeners).build();
     } catch (RuntimeException e) {
       workers.shutdownNow();
       throw e;
@@ -166,6 +170,12 @@ public final class Server extends AFn implements Closeable {
       }
       server.port = bound >= 0 ? bound : tlsBound;
       server.tlsPort = tlsBound;
+      if (listeners != null
+          && !VertxInternals.countAtAccept(listeners, tlsBound, server.connections)) {
+        System.getLogger("donkey").log(System.Logger.Level.WARNING, "donkey: TLS connections "
+            + "count toward :max-connections only once their handshake is done: the TLS "
+            + "listener's channel was not found");
+      }
       if (config.blockedWarningMs > 0) {
         int n = config.eventLoops;
         Exchange[] seen = new Exchange[n];
@@ -178,7 +188,10 @@ public final class Server extends AFn implements Closeable {
       }
       if (config.ssl) {
         server.tlsConfig = config;
-        if (config.keystoreScanInterval > 0) server.scanTlsFiles(config.keystoreScanInterval);
+        if (config.keystoreScanInterval > 0) {
+          TlsFileWatch.start(server.watchdog, config.keystoreScanInterval,
+              () -> server.tlsConfig, server::reloadTls);
+        }
       }
       if (config.shutdownHook) {
         Thread hook = new Thread(server::stop, "donkey-shutdown-hook");
@@ -205,7 +218,7 @@ public final class Server extends AFn implements Closeable {
   private void deploy(int onPort, int onTlsPort, ServerSSLOptions tls, int instances) {
     await(vertx.deployVerticle(() -> {
       ServerVerticle v = new ServerVerticle(config, workers, onPort, onTlsPort, tls,
-          openConnections);
+          connections);
       loops.add(v);
       return v;
     }, new DeploymentOptions().setInstances(instances)), START_TIMEOUT_S * 1000);
@@ -236,42 +249,9 @@ public final class Server extends AFn implements Closeable {
   public void reloadTls(ServerConfig tls) {
     if (!config.ssl) throw new IllegalStateException("the server has no TLS listener");
     if (stopping.get()) throw new IllegalStateException("the server has stopped");
-    ServerSSLOptions options = Tls.options(tls, handshakeTimeoutMs(config));
+    ServerSSLOptions options = TlsOptions.from(tls, handshakeTimeoutMs(config));
     await(loops.get(0).updateTls(options), START_TIMEOUT_S * 1000);
     tlsConfig = tls;
-  }
-
-  /**
-   * Watchdog thread, every {@code seconds}: reloads the TLS settings in use when the contents
-   * of their files have changed (ring-jetty's {@code :keystore-scan-interval}). Contents, not
-   * modification times, which a copy may keep and a coarse file system rounds. A change that
-   * cannot be used (a half-written file, say) is logged and the previous settings stay; the
-   * next change is tried again.
-   */
-  private void scanTlsFiles(int seconds) {
-    ServerConfig[] scanned = {tlsConfig};
-    long[] print = {Tls.fingerprint(tlsConfig)};
-    watchdog.scheduleWithFixedDelay(() -> {
-      ServerConfig c = tlsConfig;
-      long now = Tls.fingerprint(c);
-      if (c != scanned[0]) {
-        // reloaded by hand: watch the files it named from now on
-        scanned[0] = c;
-        print[0] = now;
-        return;
-      }
-      if (now == print[0]) return;
-      print[0] = now;
-      try {
-        reloadTls(c);
-        System.getLogger("donkey").log(System.Logger.Level.INFO,
-            "donkey: the TLS files changed; new connections use them");
-      } catch (RuntimeException e) {
-        System.getLogger("donkey").log(System.Logger.Level.WARNING,
-            "donkey: the TLS files changed but cannot be used, so the previous ones stay: "
-            + (e instanceof IllegalArgumentException ? e.getMessage() : rootMessage(e)));
-      }
-    }, seconds, seconds, TimeUnit.SECONDS);
   }
 
   /** The Vert.x instance: an escape hatch for advanced use; donkey owns its life cycle. */
@@ -430,7 +410,7 @@ public final class Server extends AFn implements Closeable {
     }
   }
 
-  private static String rootMessage(Throwable t) {
+  static String rootMessage(Throwable t) {
     Throwable c = t;
     while (c.getCause() != null && c.getCause() != c) c = c.getCause();
     return c.getMessage() == null ? c.getClass().getSimpleName() : c.getMessage();

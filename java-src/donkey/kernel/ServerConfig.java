@@ -99,7 +99,7 @@ public final class ServerConfig {
   /** When true, {@code :remote-addr} comes from the first X-Forwarded-For entry if present. */
   public boolean trustForwardedFor;
 
-  // ---- TLS: checked and loaded by Tls when the server starts (or its TLS is reloaded) ----
+  // ---- TLS: loaded and checked by TlsOptions at start-up and at each reload -------------
 
   /** Serve TLS on {@link #sslPort}, beside the plaintext listener unless {@link #http} is off. */
   public boolean ssl;

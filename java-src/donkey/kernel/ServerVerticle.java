@@ -100,7 +100,7 @@ final class ServerVerticle extends VerticleBase {
   private HttpServer https;
 
   ServerVerticle(ServerConfig config, WorkerPool workers, int port, int tlsPort,
-                 ServerSSLOptions tls, java.util.concurrent.atomic.AtomicInteger openConnections) {
+                 ServerSSLOptions tls, ConnectionCount connections) {
     this.config = config;
     this.workers = workers;
     this.yieldAfterHandOff = !workers.virtual();
@@ -108,7 +108,7 @@ final class ServerVerticle extends VerticleBase {
     this.tlsPort = tlsPort;
     this.tls = tls;
     this.shutdownGraceMs = config.shutdownTimeoutMs;
-    this.guard = new ConnectionGuard(config, openConnections);
+    this.guard = new ConnectionGuard(config, connections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
     this.answers = new PlainAnswers(serverHeader, config.sendDateHeader);
   }
@@ -156,7 +156,7 @@ final class ServerVerticle extends VerticleBase {
       https = handlers(vertx.httpServerBuilder()
           .with(new HttpServerConfig(opts))
           .with(tls)
-          .with(Tls.ENGINE)
+          .with(TlsContextFactory.ENGINE)
           .build());
       listening.add(https.listen(VertxInternals.listenAddress(tlsPort, config.host)));
     }

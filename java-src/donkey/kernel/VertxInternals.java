@@ -1,6 +1,8 @@
 package donkey.kernel;
 
 import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFactory;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -10,18 +12,25 @@ import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
+import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.handler.ssl.SslHandler;
+import io.netty.util.AttributeKey;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.impl.http1.Http1ServerConnection;
 import io.vertx.core.http.impl.http1.Http1ServerRequest;
+import io.vertx.core.impl.transports.NioTransport;
 import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.core.net.impl.ConnectionBase;
 import io.vertx.core.net.impl.SocketAddressImpl;
+import io.vertx.core.transport.Transport;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * Every use the kernel makes of Vert.x's implementation classes ({@code impl} and
@@ -234,6 +243,107 @@ final class VertxInternals {
       // the request in progress)
       if (evt == ChannelInputShutdownEvent.INSTANCE) onInputShutdown.run();
       super.userEventTriggered(ctx, evt);
+    }
+  }
+
+  /** Marks a channel {@link AcceptCount} counted (read once, when Vert.x hands it over). */
+  private static final AttributeKey<Boolean> COUNTED = AttributeKey.valueOf("donkey-counted");
+
+  /**
+   * The transport of a Vert.x instance whose listeners {@link #countAtAccept} may watch:
+   * Vert.x's own NIO transport (a subclass, so that Vert.x still sees NIO), which also keeps
+   * the listening channels it opens; Vert.x's listeners offer no other way to their channel.
+   * Any thread.
+   */
+  static final class Listeners implements Transport {
+    private final List<ServerChannel> channels = new CopyOnWriteArrayList<>();
+    private final NioTransport nio = new NioTransport() {
+      @Override
+      public ChannelFactory<? extends ServerChannel> serverChannelFactory(boolean domain) {
+        ChannelFactory<? extends ServerChannel> made = super.serverChannelFactory(domain);
+        return () -> {
+          ServerChannel ch = made.newChannel();
+          channels.add(ch);
+          return ch;
+        };
+      }
+    };
+
+    @Override
+    public String name() {
+      return "nio";
+    }
+
+    @Override
+    public boolean available() {
+      return true;
+    }
+
+    @Override
+    public Throwable unavailabilityCause() {
+      return null;
+    }
+
+    @Override
+    public io.vertx.core.spi.transport.Transport implementation() {
+      return nio;
+    }
+  }
+
+  /**
+   * Any thread, once the listener on {@code port} is bound: counts each connection it accepts
+   * toward {@code count} from then on, before Vert.x sees it (and so before any TLS
+   * handshake), and closes it at once when {@code count} is at its limit; the count is
+   * released when the connection's channel closes. False when {@code listeners} has no open
+   * listener on that port (nothing is counted then).
+   */
+  static boolean countAtAccept(Listeners listeners, int port, ConnectionCount count) {
+    for (ServerChannel ch : listeners.channels) {
+      if (ch.isActive() && ch.localAddress() instanceof InetSocketAddress
+          && ((InetSocketAddress) ch.localAddress()).getPort() == port) {
+        if (ch.pipeline().get(AcceptCount.class) == null) {
+          // first, ahead of the bootstrap's acceptor that hands the connection to Vert.x
+          ch.pipeline().addFirst("donkey-accept-count", new AcceptCount(count));
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Event loop, at accept: whether {@code c} was counted when its listener accepted it
+   * ({@link #countAtAccept}); a connection accepted before the count was installed was not.
+   */
+  static boolean countedAtAccept(HttpConnection c) {
+    return c instanceof ConnectionBase && ((ConnectionBase) c).channel().hasAttr(COUNTED);
+  }
+
+  /**
+   * On a listening channel: sees each accepted connection (a channel, not yet on its event
+   * loop) before the bootstrap hands it to Vert.x. Acceptor thread.
+   */
+  private static final class AcceptCount extends ChannelInboundHandlerAdapter {
+    private final ConnectionCount count;
+
+    AcceptCount(ConnectionCount count) {
+      this.count = count;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      if (msg instanceof Channel) {
+        Channel child = (Channel) msg;
+        if (!count.admit()) {
+          // not registered with an event loop yet: close its socket directly, as the
+          // bootstrap does with a connection it cannot register
+          child.unsafe().closeForcibly();
+          return;
+        }
+        child.attr(COUNTED).set(Boolean.TRUE);
+        child.closeFuture().addListener(closed -> count.release());
+      }
+      ctx.fireChannelRead(msg);
     }
   }
 }

@@ -1,0 +1,50 @@
+package donkey.kernel;
+
+import java.lang.System.Logger.Level;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A server's open connections against {@code :max-connections} (0: no limit), shared by every
+ * event loop's {@link ConnectionGuard} and by the TLS listener's accept hook
+ * ({@link VertxInternals#countAtAccept}), so that both kinds of connection draw on one limit.
+ *
+ * <p>Threading: any thread (atomic); the acceptor thread and every event loop call it.
+ */
+final class ConnectionCount {
+  private static final System.Logger LOG = System.getLogger("donkey");
+
+  private final int max;
+  private final AtomicInteger open = new AtomicInteger();
+  /** When a refusal was last logged; a racy read only lets an extra warning through. */
+  private volatile long lastRefusalLog;
+
+  ConnectionCount(int max) {
+    this.max = max;
+  }
+
+  /**
+   * Counts a new connection and returns true, or returns false (counting nothing) when the
+   * server is at its limit; the caller then closes the connection at once.
+   */
+  boolean admit() {
+    int n = open.incrementAndGet();
+    if (max <= 0 || n <= max) return true;
+    open.decrementAndGet();
+    long now = System.nanoTime();
+    if (now - lastRefusalLog > 1_000_000_000L) {
+      lastRefusalLog = now;
+      LOG.log(Level.WARNING, "refusing connections over :max-connections ({0})", max);
+    }
+    return false;
+  }
+
+  /** A connection {@link #admit} counted has closed. */
+  void release() {
+    open.decrementAndGet();
+  }
+
+  /** Open connections of the whole server. */
+  int open() {
+    return open.get();
+  }
+}
