@@ -67,6 +67,27 @@ final class VertxInternals {
         ? ((Http1ServerRequest) r).nettyRequest().protocolVersion().text() : "";
   }
 
+  /**
+   * The Netty request behind {@code r} (its line and headers as decoded), or null for a request
+   * that is not HTTP/1.x.
+   */
+  static io.netty.handler.codec.http.HttpRequest nettyRequest(HttpServerRequest r) {
+    return r instanceof Http1ServerRequest ? ((Http1ServerRequest) r).nettyRequest() : null;
+  }
+
+  /**
+   * Event loop, when {@code c} has become a WebSocket: takes out the handlers the kernel put in
+   * its pipeline for HTTP ({@link #gateFlushes}, {@link #allowHalfClosure}) and lets the end of
+   * the client's input close the connection again, as a WebSocket without a close frame ends.
+   */
+  static void leaveHttp(HttpConnection c) {
+    ChannelPipeline p = pipeline(c);
+    if (p == null) return;
+    if (p.get("donkey-flush") != null) p.remove("donkey-flush");
+    if (p.get("donkey-half-close") != null) p.remove("donkey-half-close");
+    p.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
+  }
+
   /** {@code c}'s Netty pipeline, or null when it has none the kernel knows of. */
   static ChannelPipeline pipeline(HttpConnection c) {
     return c instanceof ConnectionBase ? ((ConnectionBase) c).channelHandlerContext().pipeline()
@@ -191,10 +212,19 @@ final class VertxInternals {
       ctx.close(promise);
     }
 
-    /** Sends the held flush. */
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+      // taken out for a WebSocket: what it held goes out now
+      if (holding) {
+        holding = false;
+        ctx.flush();
+      }
+    }
+
+    /** Sends the held flush (nothing once the gate has left the pipeline). */
     void release() {
       holding = false;
-      if (ctx != null) ctx.flush();
+      if (ctx != null && !ctx.isRemoved()) ctx.flush();
     }
   }
 
