@@ -167,7 +167,10 @@
            [{:allow-virtual? false} #(.virtualThreads ^ServerConfig %) false]
            [{:allow-virtual? true} #(.virtualThreads ^ServerConfig %) (>= (.feature (Runtime/version)) 21)]
            [{:send-server-version? false} #(.serverHeader ^ServerConfig %) nil]
-           [{:send-server-version? true} #(.serverHeader ^ServerConfig %) "donkey"]]]
+           [{:send-server-version? true} #(.serverHeader ^ServerConfig %) "donkey"]
+           [{:max-ws 4096} #(vector (.wsMaxTextSize ^ServerConfig %) (.wsMaxBinarySize ^ServerConfig %)) [4096 4096]]
+           [{:max-ws 4096 :ws-max-text-size 4096 :ws-max-binary-size 4096}
+            #(vector (.wsMaxTextSize ^ServerConfig %) (.wsMaxBinarySize ^ServerConfig %)) [4096 4096]]]]
     (is (= expected (field (cfg opts))) (pr-str opts))))
 
 (deftest aliases-work-on-the-wire
@@ -212,7 +215,8 @@
                         [{:ip "127.0.0.1" :host "0.0.0.0"} [":host \"0.0.0.0\"" ":ip \"127.0.0.1\""]]
                         [{:max-idle-time 1000 :idle-timeout 2000} [":idle-timeout 2000" ":max-idle-time 1000"]]
                         [{:queue-size 5 :max-queued-requests 6} [":max-queued-requests 6" ":queue-size 5"]]
-                        [{:ring-async? true :async? false} [":async? false" ":ring-async? true"]]]]
+                        [{:ring-async? true :async? false} [":async? false" ":ring-async? true"]]
+                        [{:max-ws 10 :ws-max-text-size 20} [":ws-max-text-size 20" ":max-ws 10"]]]]
     (let [msg (str (refusal opts))]
       (is (re-find #"options naming one setting disagree" msg) (pr-str opts))
       (is (every? #(.contains msg ^String %) names) msg)))
@@ -234,9 +238,7 @@
                        [{:channel-factory (fn [_])} #"Unix domain"]
                        [{:configurator identity} #"Jetty Server"]
                        [{:thread-pool :pool} #"pool of its own"] [{:worker-pool :pool} #"pool of its own"]
-                       [{:websockets {"/ws" {}}} #"WebSockets"] [{:ws-idle-timeout 1000} #"WebSockets"]
-                       [{:ws-max-text-size 10} #"WebSockets"] [{:ws-max-binary-size 10} #"WebSockets"]
-                       [{:max-ws 4194304} #"WebSockets"]
+                       [{:websockets {"/ws" {}}} #":ring.websocket/listener"]
                        [{:proxy-protocol :enable} #"PROXY"] [{:proxy-protocol :optional} #"PROXY"]
                        [{:error-logger prn} #"System.Logger"] [{:warn-logger prn} #"System.Logger"]
                        [{:event-logger prn} #"System.Logger"] [{:event-names {}} #"System.Logger"]]]
@@ -419,8 +421,9 @@
 
 (def ^:private non-options
   "ServerConfig's fields that no option sets: run-server fills them from its handler argument
-  and from ring-core."
-  #{"handler" "router" "notFound" "errorHandler" "streamableWriter" "streamablePred"})
+  and from ring-core (its StreamableResponseBody and WebSocket protocols)."
+  #{"handler" "router" "notFound" "errorHandler" "streamableWriter" "streamablePred"
+    "wsListenerAdapter"})
 
 (defn- field-values
   "The value of every public field of `c`."
@@ -441,7 +444,7 @@
         (is (or (some? to) (= :join? k)) "a field, but for :join?, which run-server reads")
         (is (not (str/blank? doc)) "a meaning")
         (let [v (#'options/default-of e fresh)]
-          (is (or (some? v) (= :async-timeout-handler k)) "a default")
+          (is (or (some? v) (#{:async-timeout-handler :ws-allowed-origins} k)) "a default")
           (is (nil? (#'options/problem check v {:worker-threads (.workerThreads fresh)}))
               (str "the default " (pr-str v) " passes the check")))))
     (testing "an :int bound naming an option names one checked before it"
@@ -477,7 +480,8 @@
 (deftest every-option-refuses-a-bad-value-naming-itself
   (doseq [{k :key [kind lo] :check} (map #(update % :check (fn [c] (if (vector? c) c [c]))) options/table)
           :when (not= :any kind)
-          :let [bad (case kind :int "1" :boolean "yes" (:string :string-or-nil) 1 :fn-or-nil "fn")]]
+          :let [bad (case kind :int "1" :boolean "yes" (:string :string-or-nil) 1 :fn-or-nil "fn"
+                          :strings-or-nil "https://a.example")]]
     (testing k
       (is (re-find (re-pattern (str "^donkey\\.server/run-server: " (java.util.regex.Pattern/quote (str k))
                                     " must be .*, got " (java.util.regex.Pattern/quote (pr-str bad)) "$"))
@@ -488,8 +492,10 @@
                      (str (refusal {k (dec lo)}))))))))
 
 (deftest every-name-has-one-role
+  ;; an alias may name several options (http-kit's :max-ws bounds text and binary messages),
+  ;; but no name is both an alias and something else
   (let [option-keys (map :key options/table)
-        alias-keys (map first (mapcat :aliases options/table))
+        alias-keys (distinct (map first (mapcat :aliases options/table)))
         all (concat option-keys alias-keys (keys options/refused) options/without-effect)]
     (is (apply distinct? all)
         (str "named twice: " (vec (for [[k n] (frequencies all) :when (< 1 n)] k))))))
