@@ -353,6 +353,41 @@
 
 ;; ---- the protocol -------------------------------------------------------------------------
 
+(deftest the-server-pings-and-hears-pongs-through-the-protocols
+  (let [pongs (atom [])
+        opened (promise)]
+    (with-server (fn [_] {:ring.websocket/listener
+                          (reify wsp/Listener
+                            (on-open [_ s] (deliver opened s))
+                            (on-message [_ _ _])
+                            (on-pong [_ _ data]
+                              (swap! pongs conj (String. (bytes-of data) StandardCharsets/UTF_8)))
+                            (on-error [_ _ _])
+                            (on-close [_ _ _ _]))})
+      {}
+      (let [c (connect "/ws")
+            s (deref opened 3000 nil)]
+        (is (ws/open? s) "ring.websocket/open? through the Socket protocol")
+        (ws/ping s (.getBytes "are you there"))
+        (is (= "are you there" (String. ^bytes (second (take! (:events c))) StandardCharsets/UTF_8))
+            "the client got the ping with its data")
+        (is (wait-for #(= ["are you there"] @pongs) 3000) "and on-pong the client's answer")
+        (ws/pong s (.getBytes "unasked"))
+        (let [[kind data] (take! (:events c))]
+          (is (= :pong kind) "an unsolicited pong")
+          (is (= "unasked" (String. ^bytes data StandardCharsets/UTF_8))))
+        (ws/close s)
+        (is (= [:close 1000 "Normal Closure"] (next-event c)) "ring.websocket/close's defaults")
+        (is (thrown? IOException (ws/send s "late")) "a closed socket refuses to send")))))
+
+(deftest handshakes-other-than-http-1-1-gets-are-refused
+  (with-server (fn [_] {:ring.websocket/listener {}}) {}
+    (doseq [[what request] [["POST" (str/replace (handshake "/ws" {}) #"^GET" "POST")]
+                            ["HTTP/1.0" (str/replace (handshake "/ws" {}) "HTTP/1.1" "HTTP/1.0")]]]
+      (testing what
+        (is (= [400] (u/statuses (:resp (u/exchange request)))))))))
+
+
 (deftest fragments-are-reassembled-and-pings-answered
   (let [calls (atom [])]
     (with-server (fn [_] {:ring.websocket/listener (echo-listener calls)}) {}
