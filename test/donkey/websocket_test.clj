@@ -527,6 +527,27 @@
         (is (= (mapv str (range 200)) @order) "one socket's messages are handled in order")
         (is (not @overlap) "and one at a time")))))
 
+(deftest a-slow-sync-listener-stops-its-socket-reading
+  ;; 1000 messages of 32 KiB (32 MiB) cannot fit in the sockets' buffers: a client still
+  ;; sending after a while is held back by a server that stopped reading, not buffered in heap
+  (let [release (CountDownLatch. 1)
+        received (atom 0)
+        sent (atom 0)]
+    (with-server (fn [_] {:ring.websocket/listener
+                          {:on-message (fn [_ _]
+                                         (.await release 30 TimeUnit/SECONDS)
+                                         (swap! received inc))}})
+      {}
+      (let [c (connect "/ws")
+            msg (apply str (repeat (* 32 1024) "x"))
+            f (future (dotimes [_ 1000] (send-text c msg) (swap! sent inc)) :done)]
+        (Thread/sleep 1500)
+        (is (< @sent 1000) (str "the client is held back, " @sent " sent"))
+        (is (zero? @received))
+        (.countDown release)
+        (is (= :done (deref f 30000 :timeout)) "it goes on once the listener catches up")
+        (is (wait-for #(= 1000 @received) 30000) "every message arrives, in the end")))))
+
 ;; ---- limits -------------------------------------------------------------------------------
 
 (deftest idle-sockets-are-pinged-then-closed
