@@ -165,14 +165,15 @@
     :aliases [[:legacy-unsafe-remote-addr?]]
     :doc (str "take :remote-addr from X-Forwarded-For when present, not from the socket "
               "peer; only behind a proxy you trust")}
-   {:key :ws-max-frame-size :to (field wsMaxFrameSize) :check [:int 125 Integer/MAX_VALUE]
+   ;; Jetty takes Long/MAX_VALUE for "no limit"; the kernel applies at most Integer/MAX_VALUE
+   {:key :ws-max-frame-size :to (field wsMaxFrameSize) :check [:int 125 Long/MAX_VALUE]
     :doc "largest WebSocket frame payload a client may send, in bytes; larger closes with 1009"}
    ;; http-kit's :max-ws bounds both kinds of message, so it names both options
-   {:key :ws-max-text-size :to (field wsMaxTextSize) :check [:int 1 Integer/MAX_VALUE]
+   {:key :ws-max-text-size :to (field wsMaxTextSize) :check [:int 1 Long/MAX_VALUE]
     :aliases [[:max-ws]]
     :doc (str "largest WebSocket text message (all its fragments) a client may send, in bytes; "
               "larger closes with 1009")}
-   {:key :ws-max-binary-size :to (field wsMaxBinarySize) :check [:int 1 Integer/MAX_VALUE]
+   {:key :ws-max-binary-size :to (field wsMaxBinarySize) :check [:int 1 Long/MAX_VALUE]
     :aliases [[:max-ws]]
     :doc (str "largest WebSocket binary message (all its fragments) a client may send, in "
               "bytes; larger closes with 1009")}

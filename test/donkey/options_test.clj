@@ -170,7 +170,8 @@
            [{:send-server-version? true} #(.serverHeader ^ServerConfig %) "donkey"]
            [{:max-ws 4096} #(vector (.wsMaxTextSize ^ServerConfig %) (.wsMaxBinarySize ^ServerConfig %)) [4096 4096]]
            [{:max-ws 4096 :ws-max-text-size 4096 :ws-max-binary-size 4096}
-            #(vector (.wsMaxTextSize ^ServerConfig %) (.wsMaxBinarySize ^ServerConfig %)) [4096 4096]]]]
+            #(vector (.wsMaxTextSize ^ServerConfig %) (.wsMaxBinarySize ^ServerConfig %)) [4096 4096]]
+           [{:ws-max-text-size Long/MAX_VALUE} #(.wsMaxTextSize ^ServerConfig %) Long/MAX_VALUE]]]
     (is (= expected (field (cfg opts))) (pr-str opts))))
 
 (deftest aliases-work-on-the-wire

@@ -309,6 +309,17 @@
         (is (str/starts-with? (threads "a") "donkey-worker") ":blocking route: a worker")
         (is (str/includes? (threads "b") "eventloop") ":non-blocking route: the event loop")))))
 
+(deftest jettys-no-limit-sizes-are-taken
+  (let [calls (atom [])]
+    (with-server (fn [_] {:ring.websocket/listener (echo-listener calls)})
+      {:ws-max-frame-size Long/MAX_VALUE :ws-max-text-size Long/MAX_VALUE
+       :ws-max-binary-size Long/MAX_VALUE}
+      (let [c (connect "/ws")
+            big (apply str (repeat 1200000 "y"))]
+        (send-text c big)
+        (is (= [:text (str "echo:" big)] (next-event c)) "a message over the 1 MiB default")
+        (send-close c 1000 "")))))
+
 (deftest upgrade-and-plain-requests-get-what-the-handler-decides
   (with-server (fn [req]
                  (if (= "/ws" (:uri req))

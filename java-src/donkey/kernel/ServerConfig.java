@@ -105,12 +105,17 @@ public final class ServerConfig {
   /** {@code (fn [body])} true when {@link #streamableWriter} can write this body. */
   public IFn streamablePred;
 
-  /** Largest WebSocket frame payload a client may send, in bytes; larger closes with 1009. */
-  public int wsMaxFrameSize = 1024 * 1024;
+  /**
+   * Largest WebSocket frame payload a client may send, in bytes; larger closes with 1009. This
+   * and the message limits are longs so that option maps written for Jetty (which take
+   * Long/MAX_VALUE for "no limit") work; a message is held in one buffer, so the kernel
+   * applies at most Integer.MAX_VALUE ({@link #wsLimit}).
+   */
+  public long wsMaxFrameSize = 1024 * 1024;
   /** Largest WebSocket text message (all its fragments), in bytes; larger closes with 1009. */
-  public int wsMaxTextSize = 1024 * 1024;
+  public long wsMaxTextSize = 1024 * 1024;
   /** Largest WebSocket binary message (all its fragments), in bytes; larger closes with 1009. */
-  public int wsMaxBinarySize = 1024 * 1024;
+  public long wsMaxBinarySize = 1024 * 1024;
   /**
    * A WebSocket on which no frame was read and no message written for this many ms is closed
    * with 1001 (0 = never). The server's own pings do not count; the client's pongs do.
@@ -136,6 +141,11 @@ public final class ServerConfig {
    * not on the classpath (plain map listeners need no adapter).
    */
   public IFn wsListenerAdapter;
+
+  /** A WebSocket size limit as the kernel applies it: at most Integer.MAX_VALUE. */
+  static int wsLimit(long limit) {
+    return (int) Math.min(Integer.MAX_VALUE, limit);
+  }
 
   /** The limit for async handlers in ms, resolved: {@link #asyncTimeoutMs}, or the request one. */
   long asyncTimeoutMs() {

@@ -143,8 +143,8 @@ public final class WebSocket {
     this.serial = workers == null ? null : new Serial(workers);
     ServerConfig cfg = loop.config;
     this.maxQueued = cfg.wsMaxQueuedBytes;
-    this.maxText = cfg.wsMaxTextSize;
-    this.maxBinary = cfg.wsMaxBinarySize;
+    this.maxText = ServerConfig.wsLimit(cfg.wsMaxTextSize);
+    this.maxBinary = ServerConfig.wsLimit(cfg.wsMaxBinarySize);
     this.where = where;
   }
 

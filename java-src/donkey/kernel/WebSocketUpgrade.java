@@ -136,13 +136,13 @@ final class WebSocketUpgrade {
     Channel ch = pipeline.channel();
     WebSocketServerExtension deflate = cfg.wsCompression
         ? deflate(h.getAll("sec-websocket-extensions"),
-            Math.max(cfg.wsMaxTextSize, cfg.wsMaxBinarySize))
+            ServerConfig.wsLimit(Math.max(cfg.wsMaxTextSize, cfg.wsMaxBinarySize)))
         : null;
     DefaultHttpHeaders extra = new DefaultHttpHeaders();
     if (loop.serverHeader != null) extra.set("server", loop.serverHeader);
     if (deflate != null) extra.set("sec-websocket-extensions", format(deflate.newReponseData()));
     WebSocketDecoderConfig decoding = WebSocketDecoderConfig.newBuilder()
-        .maxFramePayloadLength(cfg.wsMaxFrameSize)
+        .maxFramePayloadLength(ServerConfig.wsLimit(cfg.wsMaxFrameSize))
         .expectMaskedFrames(true)
         .allowMaskMismatch(false)
         .allowExtensions(deflate != null)
