@@ -672,6 +672,39 @@
           (is (<= peak (+ (* 1024 1024) msg-size)) (str "queued bytes stay within the bound: " peak))
           (.close ^Socket (:socket c)))))))
 
+(deftest a-stalled-sync-sender-is-released
+  (testing "by :ws-idle-timeout, with an IOException, when its client never reads again"
+    (let [outcome (promise)]
+      (with-server (fn [_] {:ring.websocket/listener
+                            {:on-open (fn [s]
+                                        (future
+                                          (try (let [b (byte-array msg-size)]
+                                                 (dotimes [_ 4096] (dws/send s b)))
+                                               (deliver outcome :all-sent)
+                                               (catch IOException e (deliver outcome e)))))}})
+        {:ws-idle-timeout 500 :ws-ping-interval 0 :ws-max-queued-bytes (* 1024 1024)}
+        (let [c (raw-connect "/ws")
+              [r ms] (u/millis (deref outcome 10000 :timeout))]
+          (is (instance? IOException r) (str r))
+          (is (< ms 5000) (str "released after " ms " ms"))
+          (.close ^Socket (:socket c))))))
+  (testing "on the event loop a sync send cannot wait: past the bound it throws"
+    (let [outcome (promise)]
+      (with-server (fn [_ respond _]
+                     (respond {:ring.websocket/listener
+                               {:on-open (fn [s]
+                                           (deliver outcome
+                                                    (try (let [b (byte-array msg-size)]
+                                                           (dotimes [_ 4096] (dws/send s b))
+                                                           :all-sent)
+                                                         (catch IOException e e))))}}))
+        {:async? true :ws-max-queued-bytes (* 1024 1024)}
+        (let [c (raw-connect "/ws")
+              r (deref outcome 10000 :timeout)]
+          (is (instance? IOException r) (str r))
+          (is (str/includes? (ex-message r) ":ws-max-queued-bytes"))
+          (.close ^Socket (:socket c)))))))
+
 ;; ---- compression --------------------------------------------------------------------------
 
 (defn- deflate ^bytes [^bytes b]
