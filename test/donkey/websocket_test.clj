@@ -505,6 +505,56 @@
         (is (= [:close 1011 "Internal Server Error"] (next-event c)))
         (is (= ["boom"] @errors))))))
 
+;; ---- frame rules (RFC 6455 5) -------------------------------------------------------------
+
+(defn- close-frame
+  "A close frame's payload: `code` in two bytes, then `reason` (bytes or text)."
+  ^bytes [code reason]
+  (let [r (->bytes reason)
+        b (byte-array (+ 2 (alength r)))]
+    (aset b 0 (unchecked-byte (bit-shift-right code 8)))
+    (aset b 1 (unchecked-byte (bit-and code 0xff)))
+    (System/arraycopy r 0 b 2 (alength r))
+    b))
+
+(defn- closes-with
+  "Writes `frames` on a fresh socket; returns [the code of the server's close, whether the
+  connection then ended]."
+  [path headers frames]
+  (let [c (raw-connect path headers)]
+    (try
+      (apply write! c frames)
+      (let [f (until-close c)]
+        [(some-> f close-code) (eof? c)])
+      (finally (.close ^Socket (:socket c))))))
+
+(deftest a-close-the-client-never-reads-still-ends-the-connection
+  (doseq [who [:server :client]]
+    (testing (str "closed by the " (name who) " while the client does not read")
+      (let [socket (promise)
+            closed (promise)]
+        (with-server (fn [_ respond _]
+                       (respond {:ring.websocket/listener
+                                 {:on-open (fn [s] (deliver socket s))
+                                  :on-close (fn [_ code _] (deliver closed code))}}))
+          {:async? true :ws-max-queued-bytes (* 64 1024) :ws-idle-timeout 0 :ws-ping-interval 0}
+          (let [c (raw-connect "/ws")
+                ^WebSocket s (deref socket 3000 nil)
+                sent (atom 0)
+                b (byte-array (* 16 1024))]
+            ;; fill the client's socket buffers and the server's queue: the sender then waits
+            (future (try (while true (dws/send s b) (swap! sent inc)) (catch IOException _)))
+            (is (wait-for #(let [n @sent] (Thread/sleep 300) (and (pos? n) (= n @sent))) 10000)
+                "the sender is held back")
+            (Thread/sleep 200)
+            (if (= who :server)
+              (dws/close s 1000 "done")
+              (write! c {:opcode 8 :payload (close-frame 1000 "")}))
+            ;; the close wait is 5 s
+            (is (not= :timeout (deref closed 8000 :timeout))
+                "the connection ended within the close wait")
+            (.close ^Socket (:socket c))))))))
+
 ;; ---- threads ------------------------------------------------------------------------------
 
 (deftest a-blocking-listener-holds-its-socket-only

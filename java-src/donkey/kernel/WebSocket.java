@@ -411,16 +411,24 @@ public final class WebSocket {
     localCode = code;
     localReason = reason;
     shut();
-    ChannelFuture f = ctx.writeAndFlush(new CloseWebSocketFrame(code, reason));
-    f.addListener(done -> {
-      if (closeReceived || !done.isSuccess()) {
-        channel.close();
-      } else if (!closed) {
-        closeWait = ctx.executor().schedule(() -> {
-          channel.close();
-        }, CLOSE_WAIT_MS, TimeUnit.MILLISECONDS);
-      }
+    ctx.writeAndFlush(new CloseWebSocketFrame(code, reason)).addListener(done -> {
+      if (closeReceived || !done.isSuccess()) channel.close();
     });
+    awaitClose();
+  }
+
+  /**
+   * Event loop, once a close is sent (or on its way): the connection closes
+   * {@link #CLOSE_WAIT_MS} later at the latest. Armed when the close is queued, not when it is
+   * written: a client that stops reading would otherwise keep its close, and the connection,
+   * unwritten forever.
+   */
+  private void awaitClose() {
+    if (closeWait == null && !closed) {
+      closeWait = ctx.executor().schedule(() -> {
+        channel.close();
+      }, CLOSE_WAIT_MS, TimeUnit.MILLISECONDS);
+    }
   }
 
   /**
@@ -466,6 +474,7 @@ public final class WebSocket {
     shut();
     ctx.writeAndFlush(new CloseWebSocketFrame(code, reason))
         .addListener(ChannelFutureListener.CLOSE);
+    awaitClose();
   }
 
   private void frame(WebSocketFrame f) {
@@ -565,6 +574,7 @@ public final class WebSocket {
       answer = new CloseWebSocketFrame();
     }
     ctx.writeAndFlush(answer).addListener(ChannelFutureListener.CLOSE);
+    awaitClose();
   }
 
   private void cancelCloseWait() {
