@@ -145,12 +145,12 @@
 
 (defn- frame
   "A client frame's bytes: masked unless :mask? false."
-  ^bytes [{:keys [fin opcode payload mask? rsv1] :or {fin true mask? true}}]
+  ^bytes [{:keys [fin opcode payload mask? rsv1 rsv2] :or {fin true mask? true}}]
   (let [p (->bytes payload)
         n (alength p)
         out (ByteArrayOutputStream.)
         m (if mask? 0x80 0)]
-    (.write out (int (bit-or (if fin 0x80 0) (if rsv1 0x40 0) opcode)))
+    (.write out (int (bit-or (if fin 0x80 0) (if rsv1 0x40 0) (if rsv2 0x20 0) opcode)))
     (cond (< n 126) (.write out (int (bit-or m n)))
           (< n 65536) (do (.write out (int (bit-or m 126)))
                           (.write out (int (bit-shift-right n 8)))
@@ -527,6 +527,78 @@
       (let [f (until-close c)]
         [(some-> f close-code) (eof? c)])
       (finally (.close ^Socket (:socket c))))))
+
+(deftest frames-that-break-the-rules-close-with-1002
+  (let [closed (atom [])]
+    (with-server (fn [_] {:ring.websocket/listener
+                          {:on-close (fn [_ code _] (swap! closed conj code))}})
+      {}
+      (doseq [[what frames] [["RSV1 without an extension" [{:opcode 1 :payload "x" :rsv1 true}]]
+                             ["RSV2 without an extension" [{:opcode 2 :payload "x" :rsv2 true}]]
+                             ["a continuation with no message started" [{:opcode 0 :payload "x"}]]
+                             ["a new message inside a fragmented one"
+                              [{:fin false :opcode 1 :payload "a"} {:opcode 1 :payload "b"}]]
+                             ["a control frame over 125 bytes" [{:opcode 9 :payload (byte-array 126)}]]
+                             ["a fragmented control frame" [{:fin false :opcode 9 :payload "x"}]]
+                             ["a close frame of one byte" [{:opcode 8 :payload (byte-array [3])}]]
+                             ["close code 1005, which is never sent" [{:opcode 8 :payload (close-frame 1005 "")}]]
+                             ["close code 1006, which is never sent" [{:opcode 8 :payload (close-frame 1006 "")}]]
+                             ["close code 1015, which is never sent" [{:opcode 8 :payload (close-frame 1015 "")}]]
+                             ["close code 999" [{:opcode 8 :payload (close-frame 999 "")}]]
+                             ["close code 1004" [{:opcode 8 :payload (close-frame 1004 "")}]]
+                             ["close code 2999" [{:opcode 8 :payload (close-frame 2999 "")}]]]]
+        (testing what
+          (reset! closed [])
+          (is (= [1002 true] (closes-with "/ws" {} frames)) "a 1002 close, then the end")
+          (is (wait-for #(seq @closed) 3000))
+          (is (= [1002] @closed) "on-close gets 1002"))))))
+
+(deftest extension-bits-the-extension-does-not-define-close-with-1002
+  (with-server (fn [_] {:ring.websocket/listener {}}) {:ws-compression? true}
+    (let [offer {"Sec-WebSocket-Extensions" "permessage-deflate"}]
+      (doseq [[what frames] [["RSV2 with permessage-deflate" [{:opcode 1 :payload "x" :rsv2 true}]]
+                             ["RSV1 on a ping" [{:opcode 9 :payload "x" :rsv1 true}]]
+                             ["RSV1 on a continuation"
+                              [{:fin false :opcode 1 :payload "a"} {:opcode 0 :payload "b" :rsv1 true}]]]]
+        (testing what
+          (is (= [1002 true] (closes-with "/ws" offer frames))))))))
+
+(deftest text-is-checked-as-utf-8-across-fragments
+  (let [calls (atom [])]
+    (with-server (fn [_] {:ring.websocket/listener (echo-listener calls)}) {}
+      (testing "a code point split between fragments is accepted"
+        (let [c (raw-connect "/ws")
+              ^bytes b (.getBytes "h\u00e9\uD83D\uDE00!" StandardCharsets/UTF_8)
+              part (fn [from to] (java.util.Arrays/copyOfRange b (int from) (int to)))]
+          ;; é is bytes 1-2, the emoji 3-6: split inside both
+          (write! c {:fin false :opcode 1 :payload (part 0 2)}
+                  {:fin false :opcode 0 :payload (part 2 4)}
+                  {:fin false :opcode 0 :payload (part 4 5)}
+                  {:opcode 0 :payload (part 5 (alength b))})
+          (is (= "echo:h\u00e9\uD83D\uDE00!" (text (read-frame c))))
+          (.close ^Socket (:socket c))))
+      (testing "invalid UTF-8 in a first fragment closes with 1007 before the message ends"
+        (is (= [1007 true] (closes-with "/ws" {} [{:fin false :opcode 1
+                                                    :payload (byte-array [0x61 (unchecked-byte 0xff)])}]))))
+      (testing "a message that ends inside a code point closes with 1007"
+        (is (= [1007 true] (closes-with "/ws" {} [{:fin false :opcode 1 :payload "a"}
+                                                   {:opcode 0 :payload (byte-array [(unchecked-byte 0xc3)])}]))))
+      (testing "a close reason that is not UTF-8 fails the connection"
+        (is (contains? #{1002 1007}
+                       (first (closes-with "/ws" {} [{:opcode 8 :payload (close-frame 1000 (byte-array [(unchecked-byte 0xff)]))}]))))))))
+
+(deftest handshake-tokens-are-read-as-rfc-6455-says
+  (with-server (fn [_] {:ring.websocket/listener {}}) {}
+    (let [status (fn [headers]
+                   (let [{:keys [status ^Socket socket]} (raw-connect "/ws" headers)]
+                     (.close socket)
+                     status))]
+      (is (= 101 (status {"Upgrade" "WebSocket" "Connection" "keep-alive, UPGRADE"}))
+          "Upgrade in any case, upgrade as one token of Connection")
+      (is (= 400 (status {"Connection" "upgraded"})) "a token, not a substring")
+      (is (= 400 (status {"Sec-WebSocket-Key" "AAAAAAAAAAAAAAAAAAAAAAAA"}))
+          "24 base64 characters without padding are 18 bytes, not 16")
+      (is (= 426 (status {"Sec-WebSocket-Version" "13, 8"})) "one version, 13"))))
 
 (deftest a-close-the-client-never-reads-still-ends-the-connection
   (doseq [who [:server :client]]

@@ -46,8 +46,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * else the socket is closed with 1009; a ping is answered with a pong unless the listener has
  * {@code on-ping}; a close frame is answered with one echoing its code, then the connection is
  * closed. Frames that break the protocol (an unmasked frame, a frame over
- * {@code :ws-max-frame-size}, invalid UTF-8 in text) are refused by Netty's decoder and
- * validator, which send the close (1002, 1009, 1007) themselves.
+ * {@code :ws-max-frame-size}, invalid UTF-8 in text, a bad close frame, an RSV bit no
+ * extension defined) are found by Netty's decoder and validator or by this handler, which
+ * answers them with a close (1002, 1009, 1007) and then closes the connection.
  *
  * <p>Sending and its bound: every frame sent counts its payload as queued until Netty has
  * written it to the socket. Past {@code :ws-max-queued-bytes} (an empty queue always takes one
@@ -479,6 +480,12 @@ public final class WebSocket {
 
   private void frame(WebSocketFrame f) {
     reads++;
+    if (f.rsv() != 0) {
+      // the decoder lets any RSV bit through once an extension is negotiated; permessage-deflate
+      // takes RSV1 off the data frames it inflates, so a bit still set is one no one defined
+      refuse(1002, "reserved bits set");
+      return;
+    }
     if (f instanceof TextWebSocketFrame || f instanceof BinaryWebSocketFrame
         || f instanceof ContinuationWebSocketFrame) {
       data(f);
@@ -610,18 +617,16 @@ public final class WebSocket {
 
   private void failed(Throwable cause) {
     if (cause instanceof CorruptedWebSocketFrameException) {
-      // the decoder or the UTF-8 validator has sent the close and closes the connection
+      // the decoder and the UTF-8 validator leave the close to this handler: the decoder sends
+      // none for a bad close frame, and its own would not be bounded by the close wait
       CorruptedWebSocketFrameException e = (CorruptedWebSocketFrameException) cause;
-      if (!closeSent) {
-        closeSent = true;
-        localCode = e.closeStatus().code();
-        localReason = e.getMessage() == null ? e.closeStatus().reasonText() : e.getMessage();
-        shut();
-      }
-      LOG.log(Level.DEBUG, "WebSocket {0} closed with {1}: {2}", where, localCode, localReason);
-      if (opened) dispatch(listener.onError, cause, 0);
-      // (closed by the decoder once its close frame is written; closing now could drop it)
-      if (!channel.isActive()) channel.close();
+      int code = e.closeStatus().code();
+      String m = e.getMessage();
+      String reason = m != null && ByteBufUtil.utf8Bytes(m) <= 123 ? m
+          : e.closeStatus().reasonText();
+      LOG.log(Level.DEBUG, "WebSocket {0} closed with {1}: {2}", where, code, reason);
+      if (opened && !closed) dispatch(listener.onError, cause, 0);
+      refuse(code, reason);
     } else if (cause instanceof DecompressionException) {
       if (opened) dispatch(listener.onError, cause, 0);
       String m = String.valueOf(cause.getMessage());

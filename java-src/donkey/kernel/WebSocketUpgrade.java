@@ -146,7 +146,8 @@ final class WebSocketUpgrade {
         .expectMaskedFrames(true)
         .allowMaskMismatch(false)
         .allowExtensions(deflate != null)
-        .closeOnProtocolViolation(true)
+        // WebSocket sends the close for a protocol error (WebSocket.failed)
+        .closeOnProtocolViolation(false)
         .build();
     WebSocketServerHandshaker13 handshaker =
         new WebSocketServerHandshaker13(head.uri(), (String) p, decoding);
@@ -170,7 +171,7 @@ final class WebSocketUpgrade {
     WebSocket ws = new WebSocket(loop, ch, listener, x.async() ? null : loop.workers, x.where());
     VertxInternals.leaveHttp(c);
     pipeline.replace("handler", "handler", ws.handler);
-    pipeline.addBefore("handler", "donkey-ws-utf8", new Utf8FrameValidator(true));
+    pipeline.addBefore("handler", "donkey-ws-utf8", new Utf8FrameValidator(false));
     if (deflate != null) {
       pipeline.addBefore("donkey-ws-utf8", "donkey-ws-inflate", deflate.newExtensionDecoder());
       pipeline.addBefore("donkey-ws-utf8", "donkey-ws-deflate", deflate.newExtensionEncoder());
