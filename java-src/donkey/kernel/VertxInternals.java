@@ -1,7 +1,9 @@
 package donkey.kernel;
 
 import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
@@ -11,6 +13,7 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.handler.codec.http.websocketx.WebSocket13FrameEncoder;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
 import io.vertx.core.http.HttpConnection;
@@ -76,16 +79,38 @@ final class VertxInternals {
   }
 
   /**
-   * Event loop, when {@code c} has become a WebSocket: takes out the handlers the kernel put in
-   * its pipeline for HTTP ({@link #gateFlushes}, {@link #allowHalfClosure}) and lets the end of
-   * the client's input close the connection again, as a WebSocket without a close frame ends.
+   * Event loop: {@code c}'s channel when the kernel can turn it into a WebSocket (an HTTP/1.x
+   * connection whose pipeline still has Vert.x's handler, named {@code "handler"}), else null.
    */
-  static void leaveHttp(HttpConnection c) {
+  static Channel upgradable(HttpConnection c) {
     ChannelPipeline p = pipeline(c);
-    if (p == null) return;
+    return p == null || p.get("handler") == null ? null : p.channel();
+  }
+
+  /**
+   * Event loop, once Netty's handshaker has answered {@code c}'s upgrade (its frame decoder in
+   * place, named {@code "wsdecoder"}): makes the pipeline a WebSocket's. The frame encoder moves
+   * before the decoder, where Netty's handshaker would put it after (in Vert.x's HTTP encoder's
+   * place), so that the close the decoder or a handler after it writes is encoded too. The
+   * handlers the kernel put in for HTTP ({@link #gateFlushes}, {@link #allowHalfClosure}) go,
+   * and the end of the client's input closes the connection again, as a WebSocket without a
+   * close frame ends. Then {@code frames} (in pipeline order) and {@code socket} take the place
+   * of Vert.x's HTTP handler.
+   */
+  static void becomeWebSocket(HttpConnection c, ChannelHandler socket, ChannelHandler... frames) {
+    ChannelPipeline p = pipeline(c);
+    p.remove("wsencoder");
+    p.addBefore("wsdecoder", "wsencoder", new WebSocket13FrameEncoder(false));
     if (p.get("donkey-flush") != null) p.remove("donkey-flush");
     if (p.get("donkey-half-close") != null) p.remove("donkey-half-close");
     p.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
+    p.replace("handler", "handler", socket);
+    String next = "handler";
+    for (int i = frames.length - 1; i >= 0; i--) {
+      String name = "donkey-ws-" + i;
+      p.addBefore(next, name, frames[i]);
+      next = name;
+    }
   }
 
   /** {@code c}'s Netty pipeline, or null when it has none the kernel knows of. */

@@ -5,7 +5,6 @@ import clojure.lang.Keyword;
 import donkey.ring.ResponseMap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.compression.ZlibCodecFactory;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
@@ -14,7 +13,6 @@ import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.websocketx.Utf8FrameValidator;
-import io.netty.handler.codec.http.websocketx.WebSocket13FrameEncoder;
 import io.netty.handler.codec.http.websocketx.WebSocketDecoderConfig;
 import io.netty.handler.codec.http.websocketx.WebSocketHandshakeException;
 import io.netty.handler.codec.http.websocketx.WebSocketServerHandshaker13;
@@ -128,12 +126,11 @@ final class WebSocketUpgrade {
           + p.getClass().getName());
     }
     HttpConnection c = x.connection();
-    ChannelPipeline pipeline = VertxInternals.pipeline(c);
+    Channel ch = VertxInternals.upgradable(c);
     HttpRequest head = VertxInternals.nettyRequest(req);
-    if (pipeline == null || head == null || pipeline.get("handler") == null) {
+    if (ch == null || head == null) {
       throw new IllegalStateException("this connection cannot be upgraded to a WebSocket");
     }
-    Channel ch = pipeline.channel();
     WebSocketServerExtension deflate = cfg.wsCompression
         ? deflate(h.getAll("sec-websocket-extensions"),
             ServerConfig.wsLimit(Math.max(cfg.wsMaxTextSize, cfg.wsMaxBinarySize)))
@@ -163,18 +160,14 @@ final class WebSocketUpgrade {
     }
     // nothing is read until the 101 is out and on-open has run
     ch.config().setAutoRead(false);
-    // Netty puts the frame encoder where Vert.x's HTTP encoder is, after the decoder: the close
-    // frame the decoder sends for a protocol error would then pass no encoder and be lost.
-    // Before the decoder, every frame written anywhere in the pipeline is encoded.
-    pipeline.remove("wsencoder");
-    pipeline.addBefore("wsdecoder", "wsencoder", new WebSocket13FrameEncoder(false));
     WebSocket ws = new WebSocket(loop, ch, listener, x.async() ? null : loop.workers, x.where());
-    VertxInternals.leaveHttp(c);
-    pipeline.replace("handler", "handler", ws.handler);
-    pipeline.addBefore("handler", "donkey-ws-utf8", new Utf8FrameValidator(false));
+    // text is validated once inflated; WebSocket sends the close for invalid UTF-8
+    Utf8FrameValidator utf8 = new Utf8FrameValidator(false);
     if (deflate != null) {
-      pipeline.addBefore("donkey-ws-utf8", "donkey-ws-inflate", deflate.newExtensionDecoder());
-      pipeline.addBefore("donkey-ws-utf8", "donkey-ws-deflate", deflate.newExtensionEncoder());
+      VertxInternals.becomeWebSocket(c, ws.handler, deflate.newExtensionDecoder(),
+          deflate.newExtensionEncoder(), utf8);
+    } else {
+      VertxInternals.becomeWebSocket(c, ws.handler, utf8);
     }
     loop.upgraded(c, ch);
     x.upgraded();
