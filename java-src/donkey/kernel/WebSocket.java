@@ -21,18 +21,11 @@ import io.netty.handler.codec.http.websocketx.WebSocketFrame;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * An open WebSocket: the socket a Ring listener is given (donkey extends
@@ -61,7 +54,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Threading: the socket's methods may be called from any thread. The handler runs on the
  * connection's event loop, where its state lives. Listener callbacks run as the handler that
  * answered the upgrade ran: on the event loop for an async (non-blocking) handler, else on the
- * worker pool, one at a time and in order for each socket ({@link Serial}), so a callback that
+ * worker pool, one at a time and in order for each socket ({@link WebSocketCallbacks}), so a callback that
  * blocks holds a worker, never the loop or other sockets. {@code on-close} runs exactly once,
  * last, if and only if {@code on-open} ran, with the code and reason of the close that ended
  * the socket: the peer's when the peer closed first (1005 when its close had no code), this
@@ -74,35 +67,16 @@ public final class WebSocket {
 
   /** How long a close this side sent waits for the peer's close before the connection closes. */
   static final long CLOSE_WAIT_MS = 5_000;
-  /** Messages waiting for a sync listener past which the socket stops reading. */
-  private static final int BACKLOG_MESSAGES = 64;
-  /** Bytes waiting for a sync listener past which the socket stops reading. */
-  private static final long BACKLOG_BYTES = 1024 * 1024;
 
   private final ServerVerticle loop;
   private final Channel channel;
   private final WebSocketListener listener;
   /** Runs callbacks for a sync handler's socket; null: on the event loop. */
-  private final Serial serial;
-  private final long maxQueued;
-  private final int maxText;
-  private final int maxBinary;
+  private final WebSocketCallbacks callbacks;
+  private final WebSocketSendQueue queue;
   /** The request line's target, for log lines. */
   private final String where;
   final Handler handler = new Handler();
-
-  /** True from the handshake's end until a close is sent or received or the connection ends. */
-  private volatile boolean open;
-  /**
-   * Guards {@link #queued} and {@link #waiting}; a lock rather than a monitor, so that a virtual
-   * thread waiting for room does not pin its carrier (Java 21 to 23).
-   */
-  private final ReentrantLock lock = new ReentrantLock();
-  private final Condition room = lock.newCondition();
-  /** Payload bytes handed to Netty and not yet written. */
-  private long queued;
-  /** Threads in {@link #send} waiting for room. */
-  private int waiting;
 
   // loop-confined
   private ChannelHandlerContext ctx;
@@ -117,14 +91,7 @@ public final class WebSocket {
   private int peerCode = -1;
   private String peerReason = "";
   private ScheduledFuture<?> closeWait;
-  /**
-   * The message being reassembled: its kind, its size so far and its bytes (null: none, or a
-   * message of one frame, delivered from the frame itself). Fragments are copied, not kept:
-   * a retained fragment would pin the whole read buffer it was sliced from.
-   */
-  private boolean fragmentText;
-  private long fragmentSize;
-  private ByteBuf fragments;
+  private final WebSocketMessages messages;
   /** Frames read and application frames written, counted for the idle sweep. */
   private long reads;
   private long writes;
@@ -133,19 +100,18 @@ public final class WebSocket {
   private long readAt;
   private long activeAt;
   private long pingedAt;
-  /** True while reading is paused for a sync listener's backlog (written on the loop). */
-  private volatile boolean readPaused;
 
   WebSocket(ServerVerticle loop, Channel channel, WebSocketListener listener,
             WorkerPool workers, String where) {
     this.loop = loop;
     this.channel = channel;
     this.listener = listener;
-    this.serial = workers == null ? null : new Serial(workers);
+    this.callbacks = workers == null ? null
+        : new WebSocketCallbacks(workers, () -> onLoop(this::resumeReading));
     ServerConfig cfg = loop.config;
-    this.maxQueued = cfg.wsMaxQueuedBytes;
-    this.maxText = ServerConfig.wsLimit(cfg.wsMaxTextSize);
-    this.maxBinary = ServerConfig.wsLimit(cfg.wsMaxBinarySize);
+    this.queue = new WebSocketSendQueue(cfg.wsMaxQueuedBytes);
+    this.messages = new WebSocketMessages(ServerConfig.wsLimit(cfg.wsMaxTextSize),
+        ServerConfig.wsLimit(cfg.wsMaxBinarySize));
     this.where = where;
   }
 
@@ -153,7 +119,7 @@ public final class WebSocket {
 
   /** Any thread: true while messages can be sent (no close sent or received, connected). */
   public boolean isOpen() {
-    return open;
+    return queue.isOpen();
   }
 
   /**
@@ -168,7 +134,7 @@ public final class WebSocket {
    */
   public void send(Object message) throws IOException {
     WebSocketFrame f = dataFrame(message);
-    enqueue(f, Thread.currentThread() != loop.thread);
+    queue.reserve(f, Thread.currentThread() != loop.thread);
     write(f, null, null, true);
   }
 
@@ -185,7 +151,7 @@ public final class WebSocket {
   public void sendAsync(Object message, IFn succeed, IFn fail) {
     WebSocketFrame f = dataFrame(message);
     try {
-      enqueue(f, false);
+      queue.reserve(f, false);
     } catch (IOException e) {
       callback(fail, e);
       return;
@@ -199,14 +165,14 @@ public final class WebSocket {
    */
   public void ping(ByteBuffer data) throws IOException {
     WebSocketFrame f = new PingWebSocketFrame(control(data));
-    enqueue(f, Thread.currentThread() != loop.thread);
+    queue.reserve(f, Thread.currentThread() != loop.thread);
     write(f, null, null, false);
   }
 
   /** Any thread: sends an unsolicited pong with {@code data}, as {@link #ping}. */
   public void pong(ByteBuffer data) throws IOException {
     WebSocketFrame f = new PongWebSocketFrame(control(data));
-    enqueue(f, Thread.currentThread() != loop.thread);
+    queue.reserve(f, Thread.currentThread() != loop.thread);
     write(f, null, null, false);
   }
 
@@ -232,17 +198,12 @@ public final class WebSocket {
 
   /** Bytes queued for the socket and not yet written, for tests and monitoring. Any thread. */
   public long queuedBytes() {
-    lock.lock();
-    try {
-      return queued;
-    } finally {
-      lock.unlock();
-    }
+    return queue.queuedBytes();
   }
 
   @Override
   public String toString() {
-    return "#<donkey.WebSocket " + where + (open ? " open" : " closed") + ">";
+    return "#<donkey.WebSocket " + where + (queue.isOpen() ? " open" : " closed") + ">";
   }
 
   private static WebSocketFrame dataFrame(Object message) {
@@ -269,45 +230,7 @@ public final class WebSocket {
   }
 
   /**
-   * Counts {@code f}'s payload as queued, waiting for room when {@code wait}. Releases the
-   * frame and throws when it cannot be queued.
-   */
-  private void enqueue(WebSocketFrame f, boolean wait) throws IOException {
-    long n = f.content().readableBytes();
-    lock.lock();
-    try {
-      while (true) {
-        if (!open) {
-          f.release();
-          throw new IOException("the WebSocket is closed");
-        }
-        if (queued == 0 || queued + n <= maxQueued) {
-          queued += n;
-          return;
-        }
-        if (!wait) {
-          f.release();
-          throw new IOException("the WebSocket's send queue is full (" + queued
-              + " bytes not yet taken by the client; :ws-max-queued-bytes " + maxQueued + ")");
-        }
-        waiting++;
-        try {
-          room.await();
-        } catch (InterruptedException e) {
-          f.release();
-          Thread.currentThread().interrupt();
-          throw new InterruptedIOException("interrupted while waiting to send");
-        } finally {
-          waiting--;
-        }
-      }
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  /**
-   * Any thread: writes a frame {@link #enqueue} counted, on the loop, where a frame that comes
+   * Any thread: writes a frame the queue counted, on the loop, where a frame that comes
    * after this side's close is dropped (a sender may pass {@link #enqueue} just before the
    * close); its completion runs on the loop.
    */
@@ -321,7 +244,7 @@ public final class WebSocket {
       channel.eventLoop().execute(() -> writeOnLoop(f, n, succeed, fail, application));
     } catch (RejectedExecutionException e) {
       f.release();
-      dequeued(n);
+      queue.written(n);
       callback(fail, new IOException("the server has stopped"));
     }
   }
@@ -330,13 +253,13 @@ public final class WebSocket {
                            boolean application) {
     if (closeSent || closed) {
       f.release();
-      dequeued(n);
+      queue.written(n);
       callback(fail, new IOException("the WebSocket is closed"));
       return;
     }
     ChannelFuture done = ctx.writeAndFlush(f);
     done.addListener(future -> {
-      dequeued(n);
+      queue.written(n);
       if (future.isSuccess()) {
         if (application) writes++;
         callback(succeed, null);
@@ -344,27 +267,6 @@ public final class WebSocket {
         callback(fail, future.cause());
       }
     });
-  }
-
-  private void dequeued(long n) {
-    lock.lock();
-    try {
-      queued -= n;
-      if (waiting > 0) room.signalAll();
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  /** Closed for sending: wakes the senders waiting for room, which then throw. */
-  private void shut() {
-    open = false;
-    lock.lock();
-    try {
-      if (waiting > 0) room.signalAll();
-    } finally {
-      lock.unlock();
-    }
   }
 
   private void callback(IFn f, Throwable t) {
@@ -398,7 +300,7 @@ public final class WebSocket {
   void opened(long now) {
     if (!channel.isActive()) return;
     opened = true;
-    open = true;
+    queue.open();
     readAt = activeAt = pingedAt = now;
     loop.webSockets.add(this);
     dispatch(listener.onOpen, null, 0);
@@ -411,7 +313,7 @@ public final class WebSocket {
     closeSent = true;
     localCode = code;
     localReason = reason;
-    shut();
+    queue.shut();
     ctx.writeAndFlush(new CloseWebSocketFrame(code, reason)).addListener(done -> {
       if (closeReceived || !done.isSuccess()) channel.close();
     });
@@ -472,7 +374,7 @@ public final class WebSocket {
     closeSent = true;
     localCode = code;
     localReason = reason;
-    shut();
+    queue.shut();
     ctx.writeAndFlush(new CloseWebSocketFrame(code, reason))
         .addListener(ChannelFutureListener.CLOSE);
     awaitClose();
@@ -492,14 +394,14 @@ public final class WebSocket {
     } else if (f instanceof PingWebSocketFrame) {
       if (closeSent) return;
       if (listener.onPing != null) {
-        dispatch(listener.onPing, copy(f.content()), 0);
+        dispatch(listener.onPing, WebSocketMessages.bytes(f.content()), 0);
       } else if (channel.isWritable()) {
         // a client that pings and does not read gets no more pongs (RFC 6455 5.5.3 lets an
         // endpoint answer only the latest ping), so its pings cannot grow the heap
         ctx.writeAndFlush(new PongWebSocketFrame(f.content().retain()));
       }
     } else if (f instanceof PongWebSocketFrame) {
-      if (!closeSent) dispatch(listener.onPong, copy(f.content()), 0);
+      if (!closeSent) dispatch(listener.onPong, WebSocketMessages.bytes(f.content()), 0);
     } else if (f instanceof CloseWebSocketFrame) {
       closeFrame((CloseWebSocketFrame) f);
     }
@@ -507,55 +409,11 @@ public final class WebSocket {
 
   private void data(WebSocketFrame f) {
     if (closeSent) return; // the application or a limit closed: the rest is not delivered
-    boolean first = !(f instanceof ContinuationWebSocketFrame);
-    if (first) {
-      fragmentText = f instanceof TextWebSocketFrame;
-      fragmentSize = 0;
-    }
-    ByteBuf content = f.content();
-    fragmentSize += content.readableBytes();
-    if (fragmentSize > (fragmentText ? maxText : maxBinary)) {
-      dropFragments();
-      refuse(1009, (fragmentText ? "text" : "binary") + " message over "
-          + (fragmentText ? maxText : maxBinary) + " bytes");
-      return;
-    }
-    if (f.isFinalFragment() && fragments == null) {
-      deliver(content);
-      return;
-    }
-    if (fragments == null) {
-      int limit = fragmentText ? maxText : maxBinary;
-      fragments = ctx.alloc().heapBuffer(Math.min(limit, Math.max(256, content.readableBytes())),
-          limit);
-    }
-    fragments.writeBytes(content);
-    if (f.isFinalFragment()) {
-      try {
-        deliver(fragments);
-      } finally {
-        dropFragments();
-      }
-    }
-  }
-
-  private void deliver(ByteBuf b) {
-    int n = b.readableBytes();
-    Object message = fragmentText ? b.toString(StandardCharsets.UTF_8) : copy(b);
-    dispatch(listener.onMessage, message, n);
-  }
-
-  private static ByteBuffer copy(ByteBuf b) {
-    ByteBuffer bb = ByteBuffer.allocate(b.readableBytes());
-    b.getBytes(b.readerIndex(), bb);
-    bb.flip();
-    return bb;
-  }
-
-  private void dropFragments() {
-    if (fragments != null) {
-      fragments.release();
-      fragments = null;
+    Object message = messages.add(f, ctx.alloc());
+    if (message == WebSocketMessages.TOO_BIG) {
+      refuse(1009, messages.tooBig());
+    } else if (message != null) {
+      dispatch(listener.onMessage, message, messages.size());
     }
   }
 
@@ -573,7 +431,7 @@ public final class WebSocket {
     }
     closeSent = true;
     peerClosedFirst = true;
-    shut();
+    queue.shut();
     CloseWebSocketFrame answer;
     try {
       answer = peerCode < 0 ? new CloseWebSocketFrame() : new CloseWebSocketFrame(peerCode, "");
@@ -595,9 +453,9 @@ public final class WebSocket {
   private void ended() {
     if (closed) return;
     closed = true;
-    shut();
+    queue.shut();
     cancelCloseWait();
-    dropFragments();
+    messages.drop();
     loop.webSockets.remove(this);
     if (!opened) return;
     int code;
@@ -651,22 +509,11 @@ public final class WebSocket {
    */
   private void dispatch(IFn f, Object arg, long bytes) {
     if (f == null) return;
-    if (serial == null) {
+    if (callbacks == null) {
       call(f, arg);
       return;
     }
-    serial.backlog(bytes);
-    if (!readPaused && serial.over()) {
-      readPaused = true;
-      channel.config().setAutoRead(false);
-    }
-    serial.add(() -> {
-      try {
-        call(f, arg);
-      } finally {
-        serial.done(bytes);
-      }
-    });
+    if (callbacks.add(() -> call(f, arg), bytes, true)) channel.config().setAutoRead(false);
   }
 
   private void dispatchClose(int code, String reason) {
@@ -679,10 +526,10 @@ public final class WebSocket {
         LOG.log(Level.ERROR, "the WebSocket on-close callback failed for " + where, t);
       }
     };
-    if (serial == null) {
+    if (callbacks == null) {
       r.run();
     } else {
-      serial.add(r);
+      callbacks.add(r, 0, false);
     }
   }
 
@@ -714,75 +561,7 @@ public final class WebSocket {
 
   /** Event loop: a sync listener has caught up: reading resumes. */
   private void resumeReading() {
-    if (readPaused && !serial.over() && !closed) {
-      readPaused = false;
-      channel.config().setAutoRead(true);
-    }
-  }
-
-  /**
-   * The callbacks of one socket on the worker pool: one at a time, in the order they were
-   * queued, each batch on one worker (a socket never holds more than one). Counts what waits,
-   * so the loop can stop reading while a slow listener falls behind.
-   */
-  private final class Serial implements Runnable {
-    private final WorkerPool workers;
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
-    private final AtomicBoolean scheduled = new AtomicBoolean();
-    private final AtomicInteger messages = new AtomicInteger();
-    private final AtomicLong bytes = new AtomicLong();
-    /** Set while a resume of reading is queued on the loop. */
-    private final AtomicBoolean resuming = new AtomicBoolean();
-
-    Serial(WorkerPool workers) {
-      this.workers = workers;
-    }
-
-    void backlog(long n) {
-      messages.incrementAndGet();
-      bytes.addAndGet(n);
-    }
-
-    boolean over() {
-      return messages.get() > BACKLOG_MESSAGES || bytes.get() > BACKLOG_BYTES;
-    }
-
-    void done(long n) {
-      int m = messages.decrementAndGet();
-      long b = bytes.addAndGet(-n);
-      if (readPaused && m <= BACKLOG_MESSAGES / 4 && b <= BACKLOG_BYTES / 4
-          && resuming.compareAndSet(false, true)) {
-        onLoop(() -> {
-          resuming.set(false);
-          resumeReading();
-        });
-      }
-    }
-
-    void add(Runnable r) {
-      tasks.add(r);
-      if (scheduled.compareAndSet(false, true)) submit();
-    }
-
-    private void submit() {
-      try {
-        workers.execute(this);
-      } catch (RejectedExecutionException e) {
-        // the pool has stopped (the server is going down): the callbacks still run, here
-        run();
-      }
-    }
-
-    @Override
-    public void run() {
-      for (int i = 0; i < 64; i++) {
-        Runnable r = tasks.poll();
-        if (r == null) break;
-        r.run();
-      }
-      scheduled.set(false);
-      if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) submit();
-    }
+    if (callbacks.resume() && !closed) channel.config().setAutoRead(true);
   }
 
   /** The socket's place in the connection's pipeline, where Vert.x's HTTP handler was. */
