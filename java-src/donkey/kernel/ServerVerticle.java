@@ -72,7 +72,7 @@ final class ServerVerticle extends VerticleBase {
   }
   private final ConnectionGuard guard;
   /** This loop's open WebSockets, for the idle sweep and the stop. Loop-confined. */
-  final java.util.Set<WebSocket> webSockets =
+  final java.util.Set<WebSocketSession> webSockets =
       java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
   /** {@code :ws-allowed-origins} in lower case, or null for any origin. */
   final java.util.Set<String> wsOrigins;
@@ -165,7 +165,7 @@ final class ServerVerticle extends VerticleBase {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sweeper);
     if (wsSweeper >= 0) vertx.cancelTimer(wsSweeper);
-    for (WebSocket ws : webSockets.toArray(new WebSocket[0])) {
+    for (WebSocketSession ws : webSockets.toArray(new WebSocketSession[0])) {
       ws.closeLocally(1001, "server shutting down");
     }
     return http == null ? Future.succeededFuture()
@@ -307,13 +307,13 @@ final class ServerVerticle extends VerticleBase {
     return Math.max(50, Math.min(1000, shortest / 4));
   }
 
-  /** Event loop: the idle and ping checks of this loop's WebSockets ({@link WebSocket#sweep}). */
+  /** Event loop: the idle and ping checks of this loop's WebSockets ({@link WebSocketSession#sweep}). */
   private void sweepWebSockets() {
     if (webSockets.isEmpty()) return;
     long now = System.nanoTime();
     long idle = config.wsIdleTimeoutMs * 1_000_000L;
     long ping = config.wsPingIntervalMs * 1_000_000L;
-    for (WebSocket ws : webSockets.toArray(new WebSocket[0])) ws.sweep(now, idle, ping);
+    for (WebSocketSession ws : webSockets.toArray(new WebSocketSession[0])) ws.sweep(now, idle, ping);
   }
 
   /** The port this loop's server is bound to. */

@@ -164,16 +164,16 @@ final class WebSocketUpgrade {
     // text is validated once inflated; WebSocket sends the close for invalid UTF-8
     Utf8FrameValidator utf8 = new Utf8FrameValidator(false);
     if (deflate != null) {
-      VertxInternals.becomeWebSocket(c, ws.handler, deflate.newExtensionDecoder(),
+      VertxInternals.becomeWebSocket(c, ws.session, deflate.newExtensionDecoder(),
           deflate.newExtensionEncoder(), utf8);
     } else {
-      VertxInternals.becomeWebSocket(c, ws.handler, utf8);
+      VertxInternals.becomeWebSocket(c, ws.session, utf8);
     }
     loop.upgraded(c, ch);
     x.upgraded();
     shaken.addListener(f -> {
       if (f.isSuccess()) {
-        ws.opened(System.nanoTime());
+        ws.session.opened(System.nanoTime());
       } else {
         LOG.log(Level.DEBUG, "the WebSocket handshake of {0} could not be written", x.where());
         ch.close();
