@@ -703,6 +703,15 @@
           (.close ^Socket (:socket c))
           (is (wait-for #(= [1001] @closed) 3000)))))))
 
+(deftest idle-times-past-what-nanoseconds-hold-mean-never
+  ;; 18446744073710 ms is just over 2^64 ns: multiplied out, it would wrap to under a ms
+  (with-server (fn [_] {:ring.websocket/listener {}})
+    {:ws-idle-timeout 18446744073710 :ws-ping-interval 0}
+    (let [c (raw-connect "/ws")]
+      (.setSoTimeout ^Socket (:socket c) 1600)
+      (is (= :timeout (read-frame c)) "no close after the first sweep")
+      (.close ^Socket (:socket c)))))
+
 (deftest websockets-count-toward-max-connections
   (with-server (fn [req] (if (= "/ws" (:uri req))
                            {:ring.websocket/listener {}}
