@@ -627,6 +627,26 @@
                 "the connection ended within the close wait")
             (.close ^Socket (:socket c))))))))
 
+(deftest on-close-runs-once-when-both-sides-close-at-once
+  (doseq [async? [false true]]
+    (testing (if async? "async" "sync")
+      (let [calls (atom {})
+            listener {:on-message (fn [s _] (dws/close s 4000 "mine"))
+                      :on-close (fn [s code _] (swap! calls update s (fnil conj []) code))}]
+        (with-server (if async?
+                       (fn [_ respond _] (respond {:ring.websocket/listener listener}))
+                       (fn [_] {:ring.websocket/listener listener}))
+          {:async? async?}
+          (dotimes [_ 20]
+            (let [c (raw-connect "/ws")]
+              (write! c {:opcode 1 :payload "x"} {:opcode 8 :payload (close-frame 1000 "")})
+              (until-close c)
+              (.close ^Socket (:socket c))))
+          (is (wait-for #(= 20 (count @calls)) 5000) "every socket's on-close ran")
+          (Thread/sleep 200)
+          (is (every? #(= 1 (count %)) (vals @calls)) "once each")
+          (is (every? #{[1000] [4000]} (vals @calls)) "with the code of whoever closed first"))))))
+
 ;; ---- threads ------------------------------------------------------------------------------
 
 (deftest a-blocking-listener-holds-its-socket-only
