@@ -29,7 +29,8 @@ import java.util.concurrent.TimeUnit;
  * Vert.x's HTTP handler once the handshake is done ({@link WebSocketUpgrade}), with the
  * socket's state machine (open, closing, closed), the close handshake and its wait, the idle
  * sweep, and the listener's callbacks in their order. {@link WebSocket} describes what it does
- * with frames and when each callback runs.
+ * with frames and when each callback runs. Frame handling, the close handshake and the sweep
+ * stay in one class because they read and write the same loop-confined close state.
  *
  * <p>Threading: confined to the connection's event loop, but for {@link #onLoop}; the
  * callbacks of a sync handler's socket run on a worker ({@link WebSocketCallbacks}).
