@@ -214,14 +214,44 @@
    {:key :keystore-scan-interval :to (field keystoreScanInterval) :check [:int 0 86400]
     :doc (str "seconds between checks of the TLS files (:keystore, :ssl-cert, :ssl-key, "
               ":truststore); when their contents change they are reloaded as by reload-ssl!; "
-              "0 for never")}])
+              "0 for never")}
+   ;; Jetty takes Long/MAX_VALUE for "no limit"; the kernel applies at most Integer/MAX_VALUE
+   {:key :ws-max-frame-size :to (field wsMaxFrameSize) :check [:int 125 Long/MAX_VALUE]
+    :doc "largest WebSocket frame payload a client may send, in bytes; larger closes with 1009"}
+   ;; http-kit's :max-ws bounds both kinds of message, so it names both options
+   {:key :ws-max-text-size :to (field wsMaxTextSize) :check [:int 1 Long/MAX_VALUE]
+    :aliases [[:max-ws]]
+    :doc (str "largest WebSocket text message (all its fragments) a client may send, in bytes; "
+              "larger closes with 1009")}
+   {:key :ws-max-binary-size :to (field wsMaxBinarySize) :check [:int 1 Long/MAX_VALUE]
+    :aliases [[:max-ws]]
+    :doc (str "largest WebSocket binary message (all its fragments) a client may send, in "
+              "bytes; larger closes with 1009")}
+   {:key :ws-idle-timeout :to (field wsIdleTimeoutMs) :check [:int 0 Long/MAX_VALUE]
+    :doc (str "ms a WebSocket may go without a frame read or a message written before it is "
+              "closed with 1001 (the server's pings do not count, the client's pongs do); 0 "
+              "for never")}
+   {:key :ws-ping-interval :to (field wsPingIntervalMs) :check [:int 0 Long/MAX_VALUE]
+    :doc (str "ms after which a WebSocket from which nothing was read is pinged (again each "
+              "interval), so a live client stays within :ws-idle-timeout; 0 for no pings")}
+   {:key :ws-max-queued-bytes :to (field wsMaxQueuedBytes) :check [:int 1 Long/MAX_VALUE]
+    :doc (str "bytes a WebSocket may have queued for its client; past it an async send fails "
+              "(its fail callback gets an IOException) and a sync send waits for room")}
+   {:key :ws-allowed-origins :to (field wsAllowedOrigins) :check :strings-or-nil
+    :doc (str "origins (\"https://app.example\") whose pages may open WebSockets; a handshake "
+              "with another Origin gets 403; nil for any")}
+   {:key :ws-compression? :to (field wsCompression) :check :boolean
+    :doc (str "negotiate permessage-deflate when a WebSocket client offers it (costs each "
+              "such connection a compressor's memory)")}])
 
 (def refused
   "Options of ring-jetty, http-kit and ring-jetty9-adapter that ask for something donkey does
-  not do, as option -> [reason ok?]: a value `ok?` accepts (default nil or false: not asked
-  for) passes. Ignoring them would surprise, serving plaintext to someone who asked for TLS,
-  say; options whose absence only changes tuning are accepted instead (see `without-effect`)."
-  (let [ws "donkey does not do WebSockets yet"
+  not do (or does another way), as option -> [reason ok?]: a value `ok?` accepts (default nil
+  or false: not asked for) passes. Ignoring them would surprise, serving plaintext to someone
+  who asked for TLS, say; options whose absence only changes tuning are accepted instead (see
+  `without-effect`)."
+  (let [ws (str "donkey serves WebSockets through Ring's API (answer the upgrade request "
+                      "with :ring.websocket/listener); it does not read a map of WebSocket handlers")
         listen (str "donkey listens on a TCP :host and :port only (no Unix domain sockets or "
                     "custom channels)")
         pool (str "donkey runs sync handlers on a pool of its own; size it with "
@@ -231,8 +261,7 @@
     {:sni-host-check? [(str "donkey does not check the Host header against the SNI name; "
                             "false is accepted") #(not (true? %))]
      :h2? ["donkey does not do HTTP/2 yet"] :h2c? ["donkey does not do HTTP/2 yet"]
-     :websockets [ws] :ws-idle-timeout [ws] :ws-max-text-size [ws] :ws-max-binary-size [ws]
-     :max-ws [ws]
+     :websockets [ws]
      :unix-socket [listen] :address-finder [listen] :channel-factory [listen]
      :configurator ["there is no Jetty Server to configure"]
      :thread-pool [pool] :worker-pool [pool]
@@ -269,6 +298,9 @@
       :boolean (when-not (boolean? v) "true or false")
       :string (when-not (string? v) "a string")
       :string-or-nil (when-not (or (nil? v) (string? v)) "a string or nil")
+      :strings-or-nil (when-not (or (nil? v)
+                                    (and (coll? v) (not (map? v)) (every? string? v)))
+                        "a collection of strings or nil")
       :fn-or-nil (when-not (or (nil? v) (ifn? v)) (str "a function " a))
       :keystore (when-not (or (nil? v) (string? v) (instance? java.security.KeyStore v))
                   "a path or a java.security.KeyStore")

@@ -5,7 +5,8 @@
   this namespace has the options checked once, at start-up (by `donkey.options`), and gets out
   of the way."
   (:require [donkey.options :as options :refer [fail]]
-            [donkey.routes :as routes])
+            [donkey.routes :as routes]
+            [donkey.websocket :as websocket])
   (:import (clojure.lang IFn)
            (donkey.kernel Server ServerConfig)))
 
@@ -49,6 +50,8 @@
     (when-let [[write pred] (streamable-fns)]
       (set! (.streamableWriter cfg) ^IFn write)
       (set! (.streamablePred cfg) ^IFn pred))
+    (when-let [adapt (websocket/protocol-adapter)]
+      (set! (.wsListenerAdapter cfg) ^IFn adapt))
     cfg))
 
 ;; The options part of the docstring is generated from the option table, so that it lists
@@ -61,7 +64,8 @@
 
   `handler` is a sync Ring handler `(fn [request] response)`, run on a worker thread, or with
   `:async? true` an async one `(fn [request respond raise])`, run on the event loop: it must not
-  block, and `respond`/`raise` may be called from any thread, once.
+  block, and `respond`/`raise` may be called from any thread, once. Either may answer a
+  WebSocket upgrade with `{:ring.websocket/listener l}` (Ring 1.11; see `donkey.websocket`).
 
   `handler` may instead be a route table, routed by the kernel (see `donkey.routes` for the
   route map keys):
@@ -83,8 +87,8 @@
   :queue-size, :max-body, :max-line, :ring-async?, ...: the README has the whole mapping); two
   names of one setting with different values fail. Other unknown options are ignored, so an
   existing option map works as it is; options asking for something donkey does not do
-  (HTTP/2, WebSockets, a thread pool or Jetty configurator of yours, ...) are refused rather
-  than ignored.
+  (HTTP/2, a thread pool or Jetty configurator of yours, ...) are refused rather than
+  ignored.
 
   TLS: with :ssl? or :ssl-port, HTTPS is served on :ssl-port beside HTTP on :port (HTTPS only
   with :http? false), TLS 1.3 and 1.2 only, with forward-secret AEAD cipher suites; requests

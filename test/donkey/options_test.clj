@@ -167,7 +167,11 @@
            [{:allow-virtual? false} #(.virtualThreads ^ServerConfig %) false]
            [{:allow-virtual? true} #(.virtualThreads ^ServerConfig %) (>= (.feature (Runtime/version)) 21)]
            [{:send-server-version? false} #(.serverHeader ^ServerConfig %) nil]
-           [{:send-server-version? true} #(.serverHeader ^ServerConfig %) "donkey"]]]
+           [{:send-server-version? true} #(.serverHeader ^ServerConfig %) "donkey"]
+           [{:max-ws 4096} #(vector (.wsMaxTextSize ^ServerConfig %) (.wsMaxBinarySize ^ServerConfig %)) [4096 4096]]
+           [{:max-ws 4096 :ws-max-text-size 4096 :ws-max-binary-size 4096}
+            #(vector (.wsMaxTextSize ^ServerConfig %) (.wsMaxBinarySize ^ServerConfig %)) [4096 4096]]
+           [{:ws-max-text-size Long/MAX_VALUE} #(.wsMaxTextSize ^ServerConfig %) Long/MAX_VALUE]]]
     (is (= expected (field (cfg opts))) (pr-str opts))))
 
 (deftest aliases-work-on-the-wire
@@ -212,7 +216,8 @@
                         [{:ip "127.0.0.1" :host "0.0.0.0"} [":host \"0.0.0.0\"" ":ip \"127.0.0.1\""]]
                         [{:max-idle-time 1000 :idle-timeout 2000} [":idle-timeout 2000" ":max-idle-time 1000"]]
                         [{:queue-size 5 :max-queued-requests 6} [":max-queued-requests 6" ":queue-size 5"]]
-                        [{:ring-async? true :async? false} [":async? false" ":ring-async? true"]]]]
+                        [{:ring-async? true :async? false} [":async? false" ":ring-async? true"]]
+                        [{:max-ws 10 :ws-max-text-size 20} [":ws-max-text-size 20" ":max-ws 10"]]]]
     (let [msg (str (refusal opts))]
       (is (re-find #"options naming one setting disagree" msg) (pr-str opts))
       (is (every? #(.contains msg ^String %) names) msg)))
@@ -231,9 +236,7 @@
                        [{:channel-factory (fn [_])} #"Unix domain"]
                        [{:configurator identity} #"Jetty Server"]
                        [{:thread-pool :pool} #"pool of its own"] [{:worker-pool :pool} #"pool of its own"]
-                       [{:websockets {"/ws" {}}} #"WebSockets"] [{:ws-idle-timeout 1000} #"WebSockets"]
-                       [{:ws-max-text-size 10} #"WebSockets"] [{:ws-max-binary-size 10} #"WebSockets"]
-                       [{:max-ws 4194304} #"WebSockets"]
+                       [{:websockets {"/ws" {}}} #":ring.websocket/listener"]
                        [{:proxy-protocol :enable} #"PROXY"] [{:proxy-protocol :optional} #"PROXY"]
                        [{:error-logger prn} #"System.Logger"] [{:warn-logger prn} #"System.Logger"]
                        [{:event-logger prn} #"System.Logger"] [{:event-names {}} #"System.Logger"]]]
@@ -416,8 +419,9 @@
 
 (def ^:private non-options
   "ServerConfig's fields that no option sets: run-server fills them from its handler argument
-  and from ring-core."
-  #{"handler" "router" "notFound" "errorHandler" "streamableWriter" "streamablePred"})
+  and from ring-core (its StreamableResponseBody and WebSocket protocols)."
+  #{"handler" "router" "notFound" "errorHandler" "streamableWriter" "streamablePred"
+    "wsListenerAdapter"})
 
 (defn- field-values
   "The value of every public field of `c`."
@@ -433,7 +437,7 @@
 (def ^:private no-default
   "The options whose default is none (nil)."
   #{:async-timeout-handler :keystore :keystore-type :key-password :ssl-cert :ssl-key :ssl-context
-    :truststore :trust-password :exclude-ciphers :exclude-protocols})
+    :truststore :trust-password :exclude-ciphers :exclude-protocols :ws-allowed-origins})
 
 (deftest every-option-has-a-default-a-check-and-a-place
   (let [fresh (ServerConfig.)]
@@ -480,7 +484,8 @@
   (doseq [{k :key [kind lo] :check} (map #(update % :check (fn [c] (if (vector? c) c [c]))) options/table)
           :when (not= :any kind)
           :let [bad (case kind :int "1" :boolean "yes" (:string :string-or-nil) 1 :fn-or-nil "fn"
-                      :keystore 1 :paths [] :strings "x" :ssl-context "ctx" :one-of :other)]]
+                      :keystore 1 :paths [] :strings "x" :ssl-context "ctx" :one-of :other
+                      :strings-or-nil "https://a.example")]]
     (testing k
       (is (re-find (re-pattern (str "^donkey\\.server/run-server: " (java.util.regex.Pattern/quote (str k))
                                     " must be .*, got " (java.util.regex.Pattern/quote (pr-str bad)) "$"))
@@ -491,8 +496,10 @@
                      (str (refusal {k (dec lo)}))))))))
 
 (deftest every-name-has-one-role
+  ;; an alias may name several options (http-kit's :max-ws bounds text and binary messages),
+  ;; but no name is both an alias and something else
   (let [option-keys (map :key options/table)
-        alias-keys (map first (mapcat :aliases options/table))
+        alias-keys (distinct (map first (mapcat :aliases options/table)))
         all (concat option-keys alias-keys (keys options/refused) options/without-effect)]
     (is (apply distinct? all)
         (str "named twice: " (vec (for [[k n] (frequencies all) :when (< 1 n)] k))))))

@@ -135,6 +135,18 @@ final class ConnectionGuard {
   }
 
   /**
+   * {@code c} has become a WebSocket on {@code channel}: it leaves this guard's timeouts (its
+   * socket has timeouts of its own) but still counts toward {@code :max-connections} until
+   * the channel closes. Vert.x's close handler, which did the count for HTTP, no longer runs:
+   * its handler has left the pipeline.
+   */
+  void upgraded(HttpConnection c, io.netty.channel.Channel channel) {
+    if (connections.remove(c) != null) {
+      channel.closeFuture().addListener(f -> open.decrementAndGet());
+    }
+  }
+
+  /**
    * The client shut down its side of {@code c}: it sends nothing more. A request whose head and
    * body have arrived is still answered, then the connection is closed.
    */

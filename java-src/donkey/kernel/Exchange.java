@@ -657,6 +657,39 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     loop.answers.end(resp, status, message, true).onComplete(v -> req.connection().close());
   }
 
+  /**
+   * Event loop: answers a WebSocket handshake the kernel refuses ({@link WebSocketUpgrade}) with
+   * {@code status} and a short text body; the connection stays.
+   *
+   * @param version true to name the WebSocket version the server speaks (a 426)
+   */
+  void refuseUpgrade(int status, String message, boolean version) {
+    if (resp.closed() || resp.ended()) return;
+    ResponseWriter.clearHeaders(resp);
+    if (version) resp.putHeader("sec-websocket-version", "13");
+    plain(status, message);
+  }
+
+  /** Event loop: true when the connection has closed (or this request's response ended). */
+  boolean gone() {
+    ConnectionGuard.State c = connection;
+    return c != null ? c.closed : resp.closed();
+  }
+
+  /** True when the request has a body (read, or being read). */
+  boolean hasBody() {
+    return body != null;
+  }
+
+  /**
+   * Event loop: the connection has become a WebSocket: this request is over (its
+   * {@link RequestScope} actions run) without an HTTP response end.
+   */
+  void upgraded() {
+    if (connection != null && connection.current == this) connection.current = null;
+    runAtEnd();
+  }
+
   /** Event loop: answers {@code status} with a short text body; the connection stays. */
   void answerKeepingConnection(int status, String message) {
     if (resp.closed() || resp.ended()) return;

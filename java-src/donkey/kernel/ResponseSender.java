@@ -23,7 +23,8 @@ import java.util.concurrent.RejectedExecutionException;
  * batch; other fixed bodies and files are written from the thread that has them (Vert.x queues
  * writes from other threads and drains them on the loop in batches with one flush); streamed
  * bodies from a pool worker, which waits while the client does not read; channel bodies are
- * opened on the loop.
+ * opened on the loop; a WebSocket listener's handshake is answered on the loop
+ * ({@link WebSocketUpgrade}).
  *
  * <p>Threading: as each method says. Stateless: what a response needs between threads lives in
  * its {@link Exchange}.
@@ -73,6 +74,8 @@ final class ResponseSender {
       }
     } else if (kind == ResponseMap.Kind.FIXED && loop.workers.isWorkerThread()) {
       prepare(x, r);
+    } else if (kind == ResponseMap.Kind.WEBSOCKET) {
+      WebSocketUpgrade.later(x, r);
     } else {
       writeNow(x, r, kind);
     }

@@ -146,6 +146,48 @@ public final class ServerConfig {
   /** {@code (fn [body])} true when {@link #streamableWriter} can write this body. */
   public IFn streamablePred;
 
+  /**
+   * Largest WebSocket frame payload a client may send, in bytes; larger closes with 1009. This
+   * and the message limits are longs so that option maps written for Jetty (which take
+   * Long/MAX_VALUE for "no limit") work; a message is held in one buffer, so the kernel
+   * applies at most Integer.MAX_VALUE ({@link #wsLimit}).
+   */
+  public long wsMaxFrameSize = 1024 * 1024;
+  /** Largest WebSocket text message (all its fragments), in bytes; larger closes with 1009. */
+  public long wsMaxTextSize = 1024 * 1024;
+  /** Largest WebSocket binary message (all its fragments), in bytes; larger closes with 1009. */
+  public long wsMaxBinarySize = 1024 * 1024;
+  /**
+   * A WebSocket on which no frame was read and no message written for this many ms is closed
+   * with 1001 (0 = never). The server's own pings do not count; the client's pongs do.
+   */
+  public long wsIdleTimeoutMs = 120_000;
+  /** Ping a WebSocket from which nothing was read for this many ms (0 = never). */
+  public long wsPingIntervalMs = 30_000;
+  /**
+   * Bytes a WebSocket may have queued for a client that does not read them fast enough; past
+   * it an async send fails and a sync send waits.
+   */
+  public long wsMaxQueuedBytes = 4L * 1024 * 1024;
+  /**
+   * Origins (as the Origin header has them: {@code scheme://host[:port]}) whose pages may open
+   * WebSockets; a handshake from another gets 403. Null: any origin.
+   */
+  public java.util.Collection<String> wsAllowedOrigins;
+  /** Negotiate permessage-deflate (RFC 7692) when a client offers it. */
+  public boolean wsCompression;
+  /**
+   * {@code (fn [listener])} returning the {@link WebSocketListener} of a listener that
+   * satisfies {@code ring.websocket.protocols/Listener}, or nil; null when that namespace is
+   * not on the classpath (plain map listeners need no adapter).
+   */
+  public IFn wsListenerAdapter;
+
+  /** A WebSocket size limit as the kernel applies it: at most Integer.MAX_VALUE. */
+  static int wsLimit(long limit) {
+    return (int) Math.min(Integer.MAX_VALUE, limit);
+  }
+
   /** The limit for async handlers in ms, resolved: {@link #asyncTimeoutMs}, or the request one. */
   long asyncTimeoutMs() {
     return asyncTimeoutMs < 0 ? requestTimeoutMs : asyncTimeoutMs;

@@ -81,6 +81,12 @@ final class ServerVerticle extends VerticleBase {
     return (Exchange) RUNNING.getOpaque(this);
   }
   private final ConnectionGuard guard;
+  /** This loop's open WebSockets, for the idle sweep and the stop. Loop-confined. */
+  final java.util.Set<WebSocketSession> webSockets =
+      java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+  /** {@code :ws-allowed-origins} in lower case, or null for any origin. */
+  final java.util.Set<String> wsOrigins;
+  private long wsSweeper = -1;
   /**
    * Sync exchanges dispatched during this loop iteration, handed to the workers together once
    * the loop has read everything that was ready: one worker wake-up per batch instead of one per
@@ -111,6 +117,14 @@ final class ServerVerticle extends VerticleBase {
     this.guard = new ConnectionGuard(config, connections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
     this.answers = new PlainAnswers(serverHeader, config.sendDateHeader);
+    if (config.wsAllowedOrigins == null) {
+      this.wsOrigins = null;
+    } else {
+      this.wsOrigins = new java.util.HashSet<>();
+      for (String o : config.wsAllowedOrigins) {
+        wsOrigins.add(o.trim().toLowerCase(java.util.Locale.ROOT));
+      }
+    }
   }
 
   /** The verticle of the event loop running the calling thread, or null on any other thread. */
@@ -132,6 +146,8 @@ final class ServerVerticle extends VerticleBase {
     HttpDate.refresh();
     timer = vertx.setPeriodic(1000, id -> HttpDate.refresh());
     sweeper = vertx.setPeriodic(ConnectionGuard.sweepPeriodMs(config), id -> guard.sweep());
+    long wsPeriod = wsSweepPeriodMs(config);
+    if (wsPeriod > 0) wsSweeper = vertx.setPeriodic(wsPeriod, id -> sweepWebSockets());
     HttpServerOptions opts = new HttpServerOptions()
         .setMaxInitialLineLength(config.maxInitialLineLength)
         .setMaxHeaderSize(config.maxHeaderSize)
@@ -141,9 +157,10 @@ final class ServerVerticle extends VerticleBase {
         .setHttp2ClearTextEnabled(false)
         // no Vert.x idle timeout: ConnectionGuard's sweep enforces :idle-timeout
         .setTcpNoDelay(true)
-        // donkey serves no WebSockets: without these Vert.x puts a WebSocket extension
-        // handler in every connection's pipeline, which looks at each request's headers for
-        // an upgrade and sits in each response's write path
+        // WebSockets are the kernel's (WebSocketUpgrade), which negotiates compression for an
+        // upgrade request alone: with these on, Vert.x puts a WebSocket extension handler in
+        // every connection's pipeline, which looks at each request's headers for an upgrade
+        // and sits in each response's write path
         .setPerFrameWebSocketCompressionSupported(false)
         .setPerMessageWebSocketCompressionSupported(false);
     List<Future<?>> listening = new ArrayList<>(2);
@@ -178,11 +195,19 @@ final class ServerVerticle extends VerticleBase {
     return https.updateSSLOptions(options, true);
   }
 
-  /** Stops accepting; in-flight requests get up to the shutdown timeout to finish. */
+  /**
+   * Stops accepting; in-flight requests get up to the shutdown timeout to finish, and open
+   * WebSockets are closed with 1001 (going away): their connections end when the client
+   * answers, or when the shutdown timeout is up.
+   */
   @Override
   public Future<?> stop() {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sweeper);
+    if (wsSweeper >= 0) vertx.cancelTimer(wsSweeper);
+    for (WebSocketSession ws : webSockets.toArray(new WebSocketSession[0])) {
+      ws.closeLocally(1001, "server shutting down");
+    }
     List<Future<?>> shut = new ArrayList<>(2);
     if (http != null) shut.add(http.shutdown(Duration.ofMillis(shutdownGraceMs)));
     if (https != null) shut.add(https.shutdown(Duration.ofMillis(shutdownGraceMs)));
@@ -295,6 +320,50 @@ final class ServerVerticle extends VerticleBase {
     if (yieldAfterHandOff && workers.recentTaskNanos() < WorkerPool.SHORT_TASK_NANOS) {
       Thread.yield();
     }
+  }
+
+  /**
+   * Any thread: runs {@code r} on this loop as a task of its own, after the current one.
+   *
+   * @throws java.util.concurrent.RejectedExecutionException when the loop has shut down
+   */
+  void later(Runnable r) {
+    netty.execute(r);
+  }
+
+  /** Event loop: connection {@code c} has become a WebSocket on {@code channel}. */
+  void upgraded(HttpConnection c, io.netty.channel.Channel channel) {
+    guard.upgraded(c, channel);
+  }
+
+  /**
+   * How often this loop's WebSockets are swept: a quarter of the shorter of
+   * {@code :ws-idle-timeout} and {@code :ws-ping-interval}, within 50..1000 ms; 0 when both
+   * are off.
+   */
+  static long wsSweepPeriodMs(ServerConfig config) {
+    long shortest = Long.MAX_VALUE;
+    if (config.wsIdleTimeoutMs > 0) shortest = config.wsIdleTimeoutMs;
+    if (config.wsPingIntervalMs > 0) shortest = Math.min(shortest, config.wsPingIntervalMs);
+    if (shortest == Long.MAX_VALUE) return 0;
+    return Math.max(50, Math.min(1000, shortest / 4));
+  }
+
+  /**
+   * {@code ms} in nanoseconds, at most Long.MAX_VALUE: the options take Jetty's Long/MAX_VALUE
+   * (and anything past 2^63 ns), which multiplied out would wrap to a short or negative time.
+   */
+  static long nanos(long ms) {
+    return ms > Long.MAX_VALUE / 1_000_000L ? Long.MAX_VALUE : ms * 1_000_000L;
+  }
+
+  /** Event loop: the idle and ping checks of this loop's WebSockets ({@link WebSocketSession#sweep}). */
+  private void sweepWebSockets() {
+    if (webSockets.isEmpty()) return;
+    long now = System.nanoTime();
+    long idle = nanos(config.wsIdleTimeoutMs);
+    long ping = nanos(config.wsPingIntervalMs);
+    for (WebSocketSession ws : webSockets.toArray(new WebSocketSession[0])) ws.sweep(now, idle, ping);
   }
 
   /** The port this loop's plaintext server is bound to, or -1 without one. */

@@ -4,6 +4,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFactory;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
@@ -14,6 +15,7 @@ import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.handler.codec.http.websocketx.WebSocket13FrameEncoder;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.util.AttributeKey;
 import io.vertx.core.Context;
@@ -75,6 +77,49 @@ final class VertxInternals {
   static String protocol(HttpServerRequest r) {
     return r instanceof Http1ServerRequest
         ? ((Http1ServerRequest) r).nettyRequest().protocolVersion().text() : "";
+  }
+
+  /**
+   * The Netty request behind {@code r} (its line and headers as decoded), or null for a request
+   * that is not HTTP/1.x.
+   */
+  static io.netty.handler.codec.http.HttpRequest nettyRequest(HttpServerRequest r) {
+    return r instanceof Http1ServerRequest ? ((Http1ServerRequest) r).nettyRequest() : null;
+  }
+
+  /**
+   * Event loop: {@code c}'s channel when the kernel can turn it into a WebSocket (an HTTP/1.x
+   * connection whose pipeline still has Vert.x's handler, named {@code "handler"}), else null.
+   */
+  static Channel upgradable(HttpConnection c) {
+    ChannelPipeline p = pipeline(c);
+    return p == null || p.get("handler") == null ? null : p.channel();
+  }
+
+  /**
+   * Event loop, once Netty's handshaker has answered {@code c}'s upgrade (its frame decoder in
+   * place, named {@code "wsdecoder"}): makes the pipeline a WebSocket's. The frame encoder moves
+   * before the decoder, where Netty's handshaker would put it after (in Vert.x's HTTP encoder's
+   * place), so that the close the decoder or a handler after it writes is encoded too. The
+   * handlers the kernel put in for HTTP ({@link #gateFlushes}, {@link #allowHalfClosure}) go,
+   * and the end of the client's input closes the connection again, as a WebSocket without a
+   * close frame ends. Then {@code frames} (in pipeline order) and {@code socket} take the place
+   * of Vert.x's HTTP handler.
+   */
+  static void becomeWebSocket(HttpConnection c, ChannelHandler socket, ChannelHandler... frames) {
+    ChannelPipeline p = pipeline(c);
+    p.remove("wsencoder");
+    p.addBefore("wsdecoder", "wsencoder", new WebSocket13FrameEncoder(false));
+    if (p.get("donkey-flush") != null) p.remove("donkey-flush");
+    if (p.get("donkey-half-close") != null) p.remove("donkey-half-close");
+    p.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
+    p.replace("handler", "handler", socket);
+    String next = "handler";
+    for (int i = frames.length - 1; i >= 0; i--) {
+      String name = "donkey-ws-" + i;
+      p.addBefore(next, name, frames[i]);
+      next = name;
+    }
   }
 
   /** {@code c}'s Netty pipeline, or null when it has none the kernel knows of. */
@@ -222,10 +267,19 @@ final class VertxInternals {
       ctx.close(promise);
     }
 
-    /** Sends the held flush. */
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+      // taken out for a WebSocket: what it held goes out now
+      if (holding) {
+        holding = false;
+        ctx.flush();
+      }
+    }
+
+    /** Sends the held flush (nothing once the gate has left the pipeline). */
     void release() {
       holding = false;
-      if (ctx != null) ctx.flush();
+      if (ctx != null && !ctx.isRemoved()) ctx.flush();
     }
   }
 

@@ -24,7 +24,8 @@ import java.io.InputStream;
  * which stays Ring's streamed seq) are {@link Kind#FIXED}; a java.io.File is {@link Kind#FILE};
  * java.io.InputStream, ISeq and anything {@code ring.core.protocols/StreamableResponseBody}
  * writes when ring-core is loaded are {@link Kind#STREAM}; a {@link StreamingBody} is
- * {@link Kind#CHANNEL}. A record or deftype that satisfies {@code StreamableResponseBody} is
+ * {@link Kind#CHANNEL}; no body with a {@code :ring.websocket/listener} is
+ * {@link Kind#WEBSOCKET}. A record or deftype that satisfies {@code StreamableResponseBody} is
  * streamed by the protocol; for core maps and vectors the protocol is not consulted.
  *
  * <p>Threading: stateless.
@@ -33,6 +34,8 @@ public final class ResponseMap {
   public static final Keyword STATUS = Keyword.intern("status");
   public static final Keyword HEADERS = Keyword.intern("headers");
   public static final Keyword BODY = Keyword.intern("body");
+  /** Ring 1.11's key for a WebSocket listener, which makes a response a handshake's answer. */
+  public static final Keyword LISTENER = Keyword.intern("ring.websocket", "listener");
 
   /** How a body is sent. */
   public enum Kind {
@@ -46,7 +49,12 @@ public final class ResponseMap {
     /** Produced by blocking code: streamed from a worker thread with flow control. */
     STREAM,
     /** A {@link StreamingBody}: the head goes out at once, the application sends chunks later. */
-    CHANNEL
+    CHANNEL,
+    /**
+     * No body and a {@code :ring.websocket/listener}: a WebSocket handshake's answer (Ring
+     * 1.11), or a 400 when the request was no upgrade.
+     */
+    WEBSOCKET
   }
 
   private ResponseMap() {}
@@ -66,7 +74,12 @@ public final class ResponseMap {
     // read through the interface just tested: a second interface would make the map class's
     // one-entry cache of its last passing interface test alternate (JDK-8180450, before JDK 23)
     Object body = ((IPersistentMap) response).valAt(BODY);
-    if (body == null || body instanceof String || body instanceof byte[]) return Kind.FIXED;
+    if (body == null) {
+      // the one look for a listener, on bodiless answers only: a String or byte[] answer,
+      // the common one, pays nothing for WebSockets
+      return ((IPersistentMap) response).valAt(LISTENER) == null ? Kind.FIXED : Kind.WEBSOCKET;
+    }
+    if (body instanceof String || body instanceof byte[]) return Kind.FIXED;
     if (isCoreJson(body.getClass())) return Kind.FIXED;
     if (body instanceof File) return Kind.FILE;
     if (body instanceof StreamingBody) return Kind.CHANNEL;
