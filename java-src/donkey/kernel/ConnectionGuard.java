@@ -141,8 +141,10 @@ final class ConnectionGuard {
    * its handler has left the pipeline.
    */
   void upgraded(HttpConnection c, io.netty.channel.Channel channel) {
-    if (connections.remove(c) != null) {
-      channel.closeFuture().addListener(f -> open.decrementAndGet());
+    State s = connections.remove(c);
+    // a connection counted at its accept is released by its channel's close already
+    if (s != null && !s.countedAtAccept) {
+      channel.closeFuture().addListener(f -> count.release());
     }
   }
 
