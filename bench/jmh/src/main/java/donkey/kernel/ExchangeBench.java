@@ -10,7 +10,6 @@ import donkey.route.Router;
 import io.vertx.core.net.SocketAddress;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -83,7 +82,7 @@ public class ExchangeBench {
     // the routes are non-blocking, so the pool stays idle (its monitor thread parks); the
     // verticle asks it whether its workers are virtual
     workers = Workers.platform(1);
-    loop = new ServerVerticle(cfg, workers, 0, -1, null, new AtomicInteger());
+    loop = new ServerVerticle(cfg, workers, 0, -1, null, new ConnectionCount(cfg.maxConnections));
     loop.thread = Thread.currentThread();
     connection = new ConnectionGuard.State();
     connection.remoteAddress = "127.0.0.1";
