@@ -17,8 +17,9 @@ mkdir -p "$work"
 
 CASES=${CASES:-*}
 EXCLUDE=${EXCLUDE:-}
-# A 16 MiB case or a 1000-message compression case takes seconds; a stuck run does not end.
-WSTEST_TIMEOUT=${WSTEST_TIMEOUT:-3600}
+# The 12.x and 13.x cases take seconds each (about 25 minutes per handler mode); this bounds
+# a run that hangs.
+WSTEST_TIMEOUT=${WSTEST_TIMEOUT:-7200}
 # virtualenv 20.22 dropped creating Python 2.7 environments; its wheels for pip, setuptools
 # and wheel are bundled, so creating the environment downloads nothing.
 VIRTUALENV_VERSION=20.21.1
@@ -129,8 +130,9 @@ if [ "$rc" -ne 0 ]; then
 fi
 
 # One row per handler mode, counted as Autobahn's own report counts a case (its "behavior");
-# the close handshake's verdict is listed too. Fails on a FAILED case, or when a server ran
-# fewer cases than the other (a run cut short).
+# the close handshake's verdicts are counted too, and each case that is not OK on both is
+# listed with Autobahn's reason. Fails on a FAILED case (or one of a verdict not in the
+# table, such as NO_CLOSE), or when a server ran fewer cases than the other (a run cut short).
 python3 - "$work/reports" <<'EOF'
 import collections, json, os, sys
 reports = sys.argv[1]
@@ -151,8 +153,7 @@ for agent in sorted(index, reverse=True):
     key = lambda cid: [int(p) for p in cid.split(".")]
     for cid in sorted(cases, key=key):
         v = cases[cid]
-        if v["behavior"] not in ("OK", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED") \
-                or v["behaviorClose"] not in ("OK", "INFORMATIONAL"):
+        if v["behavior"] != "OK" or v["behaviorClose"] != "OK":
             detail = json.load(open(os.path.join(reports, v["reportfile"])))
             print("  %-8s %-14s close %-16s %s | %s" % (
                 cid, v["behavior"], v["behaviorClose"], detail.get("result", ""),
