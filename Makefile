@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 LEIN := lein
 
-.PHONY: test run bench soak deps clean
+.PHONY: test run bench soak conformance deps clean
 
 # Installs what is missing (Debian packages, Maven artifacts), runs every test, and prints
 # `tests: N passed, N failed` as its last line.
@@ -27,6 +27,13 @@ bench: deps
 # kind, p50/p99 and the server's RSS every 10 s. Fails on any lost request or memory growth.
 soak: deps
 	bash bench/soak.sh
+
+# Autobahn|Testsuite's fuzzing client against a WebSocket echo server, sync and async handlers
+# (conformance/websocket.sh): a table of OK / NON-STRICT / INFORMATIONAL / FAILED /
+# UNIMPLEMENTED cases per handler mode; fails when a case failed. Installs the client (pinned,
+# on Python 2.7) into target/conformance. CASES='1.*,6.*' runs a subset.
+conformance: deps
+	bash conformance/websocket.sh
 
 deps:
 	@bash .ci/install-deps
