@@ -236,7 +236,8 @@
               "interval), so a live client stays within :ws-idle-timeout; 0 for no pings")}
    {:key :ws-max-queued-bytes :to (field wsMaxQueuedBytes) :check [:int 1 Long/MAX_VALUE]
     :doc (str "bytes a WebSocket may have queued for its client; past it an async send fails "
-              "(its fail callback gets an IOException) and a sync send waits for room")}
+              "(its fail callback gets an IOException) and a sync send waits for room, at most "
+              ":ws-idle-timeout (:idle-timeout when 0) while the client takes nothing")}
    {:key :ws-allowed-origins :to (field wsAllowedOrigins) :check :strings-or-nil
     :doc (str "origins (\"https://app.example\") whose pages may open WebSockets; a handshake "
               "with another Origin gets 403; nil for any")}

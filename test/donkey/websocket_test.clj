@@ -839,6 +839,21 @@
           (is (instance? IOException r) (str r))
           (is (< ms 5000) (str "released after " ms " ms"))
           (.close ^Socket (:socket c))))))
+  (testing "with :ws-idle-timeout off, after :idle-timeout: no send waits for ever"
+    (let [outcome (promise)]
+      (with-server (fn [_] {:ring.websocket/listener
+                            {:on-open (fn [s]
+                                        (future
+                                          (try (let [b (byte-array msg-size)]
+                                                 (dotimes [_ 4096] (dws/send s b)))
+                                               (deliver outcome :all-sent)
+                                               (catch IOException e (deliver outcome e)))))}})
+        {:ws-idle-timeout 0 :idle-timeout 800 :ws-ping-interval 0 :ws-max-queued-bytes (* 1024 1024)}
+        (let [c (raw-connect "/ws")
+              [r ms] (u/millis (deref outcome 10000 :timeout))]
+          (is (instance? IOException r) (str r))
+          (is (< ms 5000) (str "released after " ms " ms"))
+          (.close ^Socket (:socket c))))))
   (testing "on the event loop a sync send cannot wait: past the bound it throws"
     (let [outcome (promise)]
       (with-server (fn [_ respond _]

@@ -68,7 +68,10 @@ public final class WebSocket {
     this.loop = loop;
     this.channel = channel;
     this.where = where;
-    this.queue = new WebSocketSendQueue(loop.config.wsMaxQueuedBytes);
+    // a sender waits for room at most as long as the socket may idle, else the connection
+    ServerConfig c = loop.config;
+    this.queue = new WebSocketSendQueue(c.wsMaxQueuedBytes,
+        c.wsIdleTimeoutMs > 0 ? c.wsIdleTimeoutMs : c.idleTimeoutMs);
     this.session = new WebSocketSession(this, loop, channel, listener, workers, queue, where);
   }
 

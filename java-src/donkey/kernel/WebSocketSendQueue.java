@@ -24,11 +24,21 @@ final class WebSocketSendQueue {
   private final Condition room = lock.newCondition();
   /** Payload bytes handed to Netty and not yet written. */
   private long queued;
+  /** When bytes last left the queue while a sender waited (System.nanoTime). */
+  private long writtenAt;
   /** Threads in {@link #reserve} waiting for room. */
   private int waiting;
 
-  WebSocketSendQueue(long maxQueuedBytes) {
+  /** Longest a sender waits for room, in nanoseconds; 0 for no bound. */
+  private final long maxWaitNanos;
+
+  /**
+   * @param maxWaitMs longest a sender waits for room before it is refused; 0 for no bound
+   *     (only when every timeout of the server is off)
+   */
+  WebSocketSendQueue(long maxQueuedBytes, long maxWaitMs) {
     this.max = maxQueuedBytes;
+    this.maxWaitNanos = ServerVerticle.nanos(maxWaitMs);
   }
 
   /** Any thread: true while frames can be sent. */
@@ -54,10 +64,12 @@ final class WebSocketSendQueue {
   /**
    * Any thread: counts {@code f}'s payload as queued, waiting for room when {@code wait}.
    * Releases the frame and throws when it cannot be queued: the socket is closed (or closes
-   * while this waits), the queue is full and {@code wait} is false, or the wait is interrupted.
+   * while this waits), the queue is full and {@code wait} is false, the client has taken
+   * nothing for the longest wait, or the wait is interrupted.
    */
   void reserve(WebSocketFrame f, boolean wait) throws IOException {
     long n = f.content().readableBytes();
+    long since = 0;
     lock.lock();
     try {
       while (true) {
@@ -74,9 +86,19 @@ final class WebSocketSendQueue {
           throw new IOException("the WebSocket's send queue is full (" + queued
               + " bytes not yet taken by the client; :ws-max-queued-bytes " + max + ")");
         }
+        long now = System.nanoTime();
+        if (since == 0) since = now;
+        // the wait is bounded from the client's last progress: a slow reader is waited for
+        long left = maxWaitNanos == 0 ? Long.MAX_VALUE
+            : Math.max(since, writtenAt) + maxWaitNanos - now;
+        if (left <= 0) {
+          f.release();
+          throw new IOException("the WebSocket's client took nothing for "
+              + (maxWaitNanos / 1_000_000) + " ms while this send waited for room");
+        }
         waiting++;
         try {
-          room.await();
+          room.awaitNanos(left);
         } catch (InterruptedException e) {
           f.release();
           Thread.currentThread().interrupt();
@@ -95,7 +117,10 @@ final class WebSocketSendQueue {
     lock.lock();
     try {
       queued -= n;
-      if (waiting > 0) room.signalAll();
+      if (waiting > 0) {
+        writtenAt = System.nanoTime();
+        room.signalAll();
+      }
     } finally {
       lock.unlock();
     }
