@@ -823,37 +823,30 @@
           (is (<= peak (+ (* 1024 1024) msg-size)) (str "queued bytes stay within the bound: " peak))
           (.close ^Socket (:socket c)))))))
 
+(defn- stalled-sender-released
+  "Checks that a sync sender, sending from a future to a client that never reads, is released
+  with an IOException within 5 s, on a server with `opts`."
+  [opts]
+  (let [outcome (promise)]
+    (with-server (fn [_] {:ring.websocket/listener
+                          {:on-open (fn [s]
+                                      (future
+                                        (try (let [b (byte-array msg-size)]
+                                               (dotimes [_ 4096] (dws/send s b)))
+                                             (deliver outcome :all-sent)
+                                             (catch IOException e (deliver outcome e)))))}})
+      (merge {:ws-ping-interval 0 :ws-max-queued-bytes (* 1024 1024)} opts)
+      (let [c (raw-connect "/ws")
+            [r ms] (u/millis (deref outcome 10000 :timeout))]
+        (is (instance? IOException r) (str r))
+        (is (< ms 5000) (str "released after " ms " ms"))
+        (.close ^Socket (:socket c))))))
+
 (deftest a-stalled-sync-sender-is-released
   (testing "by :ws-idle-timeout, with an IOException, when its client never reads again"
-    (let [outcome (promise)]
-      (with-server (fn [_] {:ring.websocket/listener
-                            {:on-open (fn [s]
-                                        (future
-                                          (try (let [b (byte-array msg-size)]
-                                                 (dotimes [_ 4096] (dws/send s b)))
-                                               (deliver outcome :all-sent)
-                                               (catch IOException e (deliver outcome e)))))}})
-        {:ws-idle-timeout 500 :ws-ping-interval 0 :ws-max-queued-bytes (* 1024 1024)}
-        (let [c (raw-connect "/ws")
-              [r ms] (u/millis (deref outcome 10000 :timeout))]
-          (is (instance? IOException r) (str r))
-          (is (< ms 5000) (str "released after " ms " ms"))
-          (.close ^Socket (:socket c))))))
+    (stalled-sender-released {:ws-idle-timeout 500}))
   (testing "with :ws-idle-timeout off, after :idle-timeout: no send waits for ever"
-    (let [outcome (promise)]
-      (with-server (fn [_] {:ring.websocket/listener
-                            {:on-open (fn [s]
-                                        (future
-                                          (try (let [b (byte-array msg-size)]
-                                                 (dotimes [_ 4096] (dws/send s b)))
-                                               (deliver outcome :all-sent)
-                                               (catch IOException e (deliver outcome e)))))}})
-        {:ws-idle-timeout 0 :idle-timeout 800 :ws-ping-interval 0 :ws-max-queued-bytes (* 1024 1024)}
-        (let [c (raw-connect "/ws")
-              [r ms] (u/millis (deref outcome 10000 :timeout))]
-          (is (instance? IOException r) (str r))
-          (is (< ms 5000) (str "released after " ms " ms"))
-          (.close ^Socket (:socket c))))))
+    (stalled-sender-released {:ws-idle-timeout 0 :idle-timeout 800}))
   (testing "on the event loop a sync send cannot wait: past the bound it throws"
     (let [outcome (promise)]
       (with-server (fn [_ respond _]
