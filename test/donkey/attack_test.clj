@@ -274,6 +274,16 @@
           last-resp (last (repeatedly n one))]
       [(/ (- (event-loop-cpu-ms) before) n) last-resp])))
 
+(defn- costs
+  "Event-loop CPU ms per request of `control` and of `hostile`, each sent `warm` times first
+  and then `n` times measured, and the last answer to `hostile`: [control-ms hostile-ms resp]."
+  [control hostile warm n]
+  (loop-cpu-per-request control warm)
+  (loop-cpu-per-request hostile warm)
+  (let [[control-ms _] (loop-cpu-per-request control n)
+        [hostile-ms resp] (loop-cpu-per-request hostile n)]
+    [control-ms hostile-ms resp]))
+
 (deftest a-long-accept-header-costs-linear-time
   ;; :produces negotiation costs time linear in the Accept header whatever its shape: the cost
   ;; is measured as event-loop CPU per request against a request with a non-Accept header of the
@@ -285,10 +295,7 @@
     {:event-loops 1}
     (let [hostile (str "GET /p HTTP/1.1\r\nHost: x\r\nAccept: " (apply str (repeat 16000 ",")) "\r\n\r\n")
           padded (str "GET /p HTTP/1.1\r\nHost: x\r\nX-Pad: " (apply str (repeat 16000 "a")) "\r\n\r\n")
-          _ (loop-cpu-per-request padded 30)
-          _ (loop-cpu-per-request hostile 30)
-          [normal-ms _] (loop-cpu-per-request padded 30)
-          [hostile-ms resp] (loop-cpu-per-request hostile 30)]
+          [normal-ms hostile-ms resp] (costs padded hostile 30 30)]
       (is (re-find #"^HTTP/1.1 406" resp) (pr-str (u/status-line resp)))
       (is (< hostile-ms (max 2.0 (* 5 normal-ms)))
           (format "a 16 KiB Accept header costs the event loop %.2f ms of CPU per request (an X-Pad header of the same size: %.2f ms)"
@@ -315,10 +322,7 @@
       {:async? true :event-loops 1}
       (let [hostile (multipart-request 50 3900 true)
             plain (multipart-request 50 3900 false) ; the same bytes, headers not folded
-            _ (loop-cpu-per-request plain 3)
-            _ (loop-cpu-per-request hostile 3)
-            [plain-ms _] (loop-cpu-per-request plain 5)
-            [hostile-ms resp] (loop-cpu-per-request hostile 5)]
+            [plain-ms hostile-ms resp] (costs plain hostile 3 5)]
         (is (re-find #"^HTTP/1.1 200" resp) (pr-str (u/status-line resp)))
         (is (< hostile-ms (max 20.0 (* 5 plain-ms)))
             (format "a %d-byte body of folded part headers costs the event loop %.1f ms (%d bytes of unfolded headers: %.1f ms)"
@@ -367,10 +371,7 @@
       {:async? true :event-loops 1}
       (let [files (request true)
             fields (request false)
-            _ (loop-cpu-per-request fields 3)
-            _ (loop-cpu-per-request files 2)
-            [fields-ms _] (loop-cpu-per-request fields 5)
-            [files-ms resp] (loop-cpu-per-request files 5)]
+            [fields-ms files-ms resp] (costs fields files 3 5)]
         (is (re-find #"^HTTP/1.1 200" resp) (pr-str (u/status-line resp)))
         (is (< files-ms (max 10.0 (* 5 fields-ms)))
             (format "999 one-byte file parts (%d bytes) cost the event loop %.0f ms of CPU; as fields: %.0f ms"
