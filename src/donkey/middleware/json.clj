@@ -159,6 +159,15 @@
    (let [max-keys (check-opts "json-params-request" opts)]
      (json-params* request (:keywords? opts) (:bigdecimals? opts) max-keys))))
 
+(defn- wrap-decoding
+  "`handler` behind `decode` (json-body* or json-params*), with the options checked once in
+  the name of `who` and refused bodies sent to the error handler."
+  [who decode handler opts]
+  (let [max-keys (check-opts who opts)
+        {:keys [keywords? bigdecimals?]} opts]
+    (errors/wrap handler #(decode % keywords? bigdecimals? max-keys)
+                 (json-error-handler who opts))))
+
 (defn wrap-json-body
   "Middleware that replaces the :body of a JSON request (Content-Type application/json or
   application/*+json) with its decoded data; other requests pass through untouched. An empty
@@ -179,11 +188,7 @@
   Both arities."
   ([handler] (wrap-json-body handler {}))
   ([handler opts]
-   (let [who "donkey.middleware.json/wrap-json-body"
-         max-keys (check-opts who opts)
-         {:keys [keywords? bigdecimals?]} opts]
-     (errors/wrap handler #(json-body* % keywords? bigdecimals? max-keys)
-                  (json-error-handler who opts)))))
+   (wrap-decoding "donkey.middleware.json/wrap-json-body" json-body* handler opts)))
 
 (defn wrap-json-params
   "Middleware that decodes the body of a JSON request and, when it is a JSON object, puts the
@@ -196,11 +201,7 @@
   :malformed-response, as for `wrap-json-body`. Both arities."
   ([handler] (wrap-json-params handler {}))
   ([handler opts]
-   (let [who "donkey.middleware.json/wrap-json-params"
-         max-keys (check-opts who opts)
-         {:keys [keywords? bigdecimals?]} opts]
-     (errors/wrap handler #(json-params* % keywords? bigdecimals? max-keys)
-                  (json-error-handler who opts)))))
+   (wrap-decoding "donkey.middleware.json/wrap-json-params" json-params* handler opts)))
 
 ;; ---------------------------------------------------------------------------------------------
 ;; writing
