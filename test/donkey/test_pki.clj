@@ -137,3 +137,8 @@
   "Deletes the files of `pki`."
   [pki]
   (doseq [^File f (reverse (file-seq (:dir pki)))] (.delete f)))
+
+(defn pem-of
+  "The certificate `cert` as a PEM block."
+  [^X509Certificate cert]
+  (pem "CERTIFICATE" (.getEncoded cert)))

@@ -174,13 +174,15 @@ final class ServerVerticle extends VerticleBase {
       listening.add(http.listen(VertxInternals.listenAddress(port, config.host)));
     }
     if (tls != null) {
-      // the same HTTP settings, with h2 offered by ALPN when asked for, over the JDK's engine
-      HttpServerOptions tlsOpts = new HttpServerOptions(opts).setHttp2ClearTextEnabled(false)
-          .setUseAlpn(config.h2)
-          .setAlpnVersions(config.h2 ? List.of(HttpVersion.HTTP_2, HttpVersion.HTTP_1_1)
-              : List.of(HttpVersion.HTTP_1_1));
+      // the same HTTP settings, with h2 offered by ALPN when asked for (Vert.x turns ALPN on
+      // for a configuration whose versions include HTTP/2), over the JDK's engine
+      HttpServerConfig tlsConfig = new HttpServerConfig(
+          new HttpServerOptions(opts).setHttp2ClearTextEnabled(false));
+      tlsConfig.setVersions(config.h2
+          ? new HttpVersion[] {HttpVersion.HTTP_2, HttpVersion.HTTP_1_1, HttpVersion.HTTP_1_0}
+          : new HttpVersion[] {HttpVersion.HTTP_1_1, HttpVersion.HTTP_1_0});
       https = handlers(vertx.httpServerBuilder()
-          .with(new HttpServerConfig(tlsOpts))
+          .with(tlsConfig)
           .with(tls)
           .with(TlsContextFactory.ENGINE)
           .build());
@@ -201,7 +203,14 @@ final class ServerVerticle extends VerticleBase {
    * them all.
    */
   Future<Boolean> updateTls(ServerSSLOptions options) {
-    return https.updateSSLOptions(options, true);
+    // Vert.x adds the ALPN protocols to the options it starts with, not to later ones
+    return https.updateSSLOptions(alpn(options), true);
+  }
+
+  /** {@code options} with this server's ALPN protocols (h2 first) when :h2? is on. */
+  private ServerSSLOptions alpn(ServerSSLOptions options) {
+    return !config.h2 ? options : options.copy().setUseAlpn(true)
+        .setApplicationLayerProtocols(List.of("h2", "http/1.1", "http/1.0"));
   }
 
   /**
