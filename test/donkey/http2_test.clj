@@ -276,3 +276,14 @@
                   frames)
             "the open stream was answered"))
       (finally (h2/close! c) (server/stop s)))))
+
+(deftest a-websocket-listener-answering-an-h2-request-gets-400
+  (with-h2c [port (fn [_] {:ring.websocket/listener {:on-open (fn [_])}}) {}]
+    (let [c (h2/connect port)]
+      (try
+        (let [r (h2/request! c 1 "GET" "/ws")]
+          (is (= 400 (:status r)))
+          (is (re-find #"WebSocket" (:body r))))
+        (testing "an HTTP/1.1 Upgrade header is malformed on HTTP/2: the stream is refused"
+          (is (= 1 (:reset (h2/request! c 3 "GET" "/ws" [["upgrade" "websocket"]] nil)))))
+        (finally (h2/close! c))))))
