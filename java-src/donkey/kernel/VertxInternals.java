@@ -37,7 +37,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * Every use the kernel makes of Vert.x's implementation classes ({@code impl} and
  * {@code internal} packages) and of a connection's Netty channel: the one file to look at when
- * Vert.x is upgraded. Each method says what it relies on.
+ * Vert.x is upgraded. Each method says what it relies on. It is longer than a class with one
+ * concern would be for that reason: splitting it would give an upgrade several files to check.
  *
  * <p>Threading: as each method says; most run on the connection's event loop.
  */
