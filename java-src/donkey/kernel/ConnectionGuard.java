@@ -130,12 +130,13 @@ final class ConnectionGuard {
     s.ssl = ssl;
     s.countedAtAccept = counted;
     if (s.ssl) s.clientCert = VertxInternals.clientCertificate(c);
+    // the responses workers finish together leave in one write per connection
+    outbox.batchFlushes(c, s);
     if (c.protocolVersion() == HttpVersion.HTTP_2) {
-      // HTTP/2 has its own end of input (GOAWAY) and flushes per frame batch of its own
       s.streams = new ArrayList<>();
       s.h2 = VertxInternals.http2(c);
     } else {
-      outbox.batchFlushes(c, s);
+      // (HTTP/2 ends its input with GOAWAY instead)
       VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
     }
     connections.put(c, s);
