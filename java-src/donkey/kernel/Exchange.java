@@ -64,9 +64,9 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** The request's body, or null when it has none. */
   private RequestBody body;
   /** Run once when this request is over ({@link RequestScope}); loop-confined, null if none. */
-  private ArrayList<Runnable> atEnd;
+  ArrayList<Runnable> atEnd;
   /** Set when the {@link #atEnd} actions run: the request is over. Loop-confined. */
-  private boolean over;
+  boolean over;
   /**
    * When the handler was started (System.nanoTime()), for {@code :request-timeout}; 0 before
    * dispatch. A non-blocking handler's request holds {@link ConnectionGuard#UNSTAMPED} until
@@ -99,13 +99,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private final class Raise extends AFn {
     @Override
     public Object invoke(Object error) {
-      Throwable t = error instanceof Throwable ? (Throwable) error
-          : new IllegalArgumentException("raise called with " + error);
-      if (ANSWERED.compareAndSet(Exchange.this, 0, 1)) {
-        fail(t);
-      } else {
-        late(null, t);
-      }
+      raise(error instanceof Throwable ? (Throwable) error
+          : new IllegalArgumentException("raise called with " + error));
       return null;
     }
   }
@@ -191,7 +186,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     if (connection != null) ConnectionGuard.responseEnded(connection, this);
     RequestBody b = body;
     if (b != null) b.discardRest();
-    runAtEnd();
+    RequestScope.requestOver(this);
     if (closeAfter) req.connection().close();
   }
 
@@ -200,88 +195,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * sent for it.
    */
   void connectionClosed() {
-    runAtEnd();
-  }
-
-  /**
-   * Event loop: has {@code action} run once this request is over ({@link RequestScope}); at
-   * once when it is over already.
-   */
-  void atEnd(Runnable action) {
-    if (over) {
-      runAction(action);
-      return;
-    }
-    if (atEnd == null) atEnd = new ArrayList<>(2);
-    atEnd.add(action);
-  }
-
-  /**
-   * Event loop: has {@code action} run on a pool worker once this request is over (on the
-   * loop when the pool has stopped); at once when it is over already.
-   */
-  void atEndOnWorker(Runnable action) {
-    atEnd(() -> {
-      try {
-        loop.workers.execute(action);
-      } catch (java.util.concurrent.RejectedExecutionException stopped) {
-        action.run();
-      }
-    });
-  }
-
-  /** Event loop: true once the response has ended or the connection closed. */
-  boolean over() {
-    return over;
-  }
-
-  private void runAtEnd() {
-    over = true;
-    ArrayList<Runnable> actions = atEnd;
-    if (actions == null) return;
-    atEnd = null;
-    for (Runnable r : actions) runAction(r);
-  }
-
-  private void runAction(Runnable r) {
-    try {
-      r.run();
-    } catch (Throwable t) {
-      LOG.log(Level.ERROR, "an action at the end of " + where() + " failed", t);
-    }
-  }
-
-  /**
-   * Event loop, while this request's non-blocking handler runs: runs {@code blocking} on a
-   * pool worker, then {@code then} back on the loop as part of this request's handler (so
-   * {@link RequestScope} works there, and what it throws is raised). When {@code blocking}
-   * throws, {@code then} is skipped and the throwable raised.
-   *
-   * @throws java.util.concurrent.RejectedExecutionException when the pool has stopped
-   */
-  void offload(Runnable blocking, Runnable then) {
-    loop.workers.execute(() -> {
-      Throwable failed = null;
-      try {
-        blocking.run();
-      } catch (Throwable t) {
-        failed = t;
-      }
-      Throwable f = failed;
-      onLoop(() -> resume(f == null ? then : null, f));
-    });
-  }
-
-  private void resume(Runnable then, Throwable failed) {
-    loop.running(this);
-    try {
-      if (failed != null) throw failed;
-      then.run();
-    } catch (Throwable t) {
-      new Raise().invoke(t);
-    } finally {
-      loop.running(null);
-    }
+    RequestScope.requestOver(this);
   }
 
   /**
@@ -592,6 +506,18 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
+  /**
+   * Any thread: what the handler's {@code raise} does: answers with the failure ({@link #fail}),
+   * or logs it when the request was already answered.
+   */
+  void raise(Throwable t) {
+    if (ANSWERED.compareAndSet(this, 0, 1)) {
+      fail(t);
+    } else {
+      late(null, t);
+    }
+  }
+
   /** Any thread: a response or failure that came after the request was already answered. */
   void late(Object response, Throwable error) {
     if (error != null) {
@@ -657,6 +583,17 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     loop.answers.end(resp, status, message, true).onComplete(v -> req.connection().close());
   }
 
+  /** Event loop: true when the connection has closed (or this request's response ended). */
+  boolean gone() {
+    ConnectionGuard.State c = connection;
+    return c != null ? c.closed : resp.closed();
+  }
+
+  /** True when the request has a body (read, or being read). */
+  boolean hasBody() {
+    return body != null;
+  }
+
   /**
    * Event loop: answers a WebSocket handshake the kernel refuses ({@link WebSocketUpgrade}) with
    * {@code status} and a short text body; the connection stays.
@@ -670,24 +607,13 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     plain(status, message);
   }
 
-  /** Event loop: true when the connection has closed (or this request's response ended). */
-  boolean gone() {
-    ConnectionGuard.State c = connection;
-    return c != null ? c.closed : resp.closed();
-  }
-
-  /** True when the request has a body (read, or being read). */
-  boolean hasBody() {
-    return body != null;
-  }
-
   /**
    * Event loop: the connection has become a WebSocket: this request is over (its
    * {@link RequestScope} actions run) without an HTTP response end.
    */
   void upgraded() {
     if (connection != null && connection.current == this) connection.current = null;
-    runAtEnd();
+    RequestScope.requestOver(this);
   }
 
   /** Event loop: answers {@code status} with a short text body; the connection stays. */
