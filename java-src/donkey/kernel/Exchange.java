@@ -594,32 +594,20 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     return body != null;
   }
 
-  /**
-   * Event loop: answers a WebSocket handshake the kernel refuses ({@link WebSocketUpgrade}) with
-   * {@code status} and a short text body; the connection stays.
-   *
-   * @param version true to name the WebSocket version the server speaks (a 426)
-   */
-  void refuseUpgrade(int status, String message, boolean version) {
-    if (resp.closed() || resp.ended()) return;
-    ResponseWriter.clearHeaders(resp);
-    if (version) resp.putHeader("sec-websocket-version", "13");
-    plain(status, message);
-  }
-
-  /**
-   * Event loop: the connection has become a WebSocket: this request is over (its
-   * {@link RequestScope} actions run) without an HTTP response end.
-   */
-  void upgraded() {
-    if (connection != null && connection.current == this) connection.current = null;
-    RequestScope.requestOver(this);
-  }
-
   /** Event loop: answers {@code status} with a short text body; the connection stays. */
   void answerKeepingConnection(int status, String message) {
+    answerKeepingConnection(status, message, null, null);
+  }
+
+  /**
+   * Event loop: as {@link #answerKeepingConnection(int, String)}, with the header {@code name}
+   * (when not null) set to {@code value}: a refused WebSocket handshake names the version the
+   * server speaks.
+   */
+  void answerKeepingConnection(int status, String message, String name, String value) {
     if (resp.closed() || resp.ended()) return;
     ResponseWriter.clearHeaders(resp);
+    if (name != null) resp.putHeader(name, value);
     plain(status, message);
   }
 
