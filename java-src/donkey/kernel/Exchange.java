@@ -477,33 +477,13 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
 
   /**
    * Event loop (the connection sweep): the handler did not answer within
-   * {@code :request-timeout} (or the async timeout); answers 503, or with what the
-   * {@code :async-timeout-handler} answers for an async handler. The handler's thread is not
-   * interrupted; whatever it answers later is dropped and logged.
+   * {@code :request-timeout} (or the async timeout); the timeout answers
+   * ({@link TimeoutAnswer#answer}) unless the request was answered meanwhile.
    */
   void timedOut() {
     if (!ANSWERED.compareAndSet(this, 0, 1)) return;
     timedOut = true;
-    ServerConfig cfg = loop.config;
-    IFn onTimeout = async ? cfg.asyncTimeoutHandler : null;
-    LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; {2}", where(),
-        async ? cfg.asyncTimeoutMs() : cfg.requestTimeoutMs,
-        onTimeout != null ? "calling the :async-timeout-handler" : "answered 503");
-    if (resp.headWritten()) {
-      ConnectionGuard.abort(req.connection());
-    } else if (onTimeout != null) {
-      TimeoutAnswer answer = new TimeoutAnswer(this);
-      try {
-        onTimeout.invoke(request, answer, answer.raise);
-      } catch (Throwable t) {
-        answer.raise.invoke(t);
-      }
-    } else if (req.isEnded()) {
-      ResponseWriter.clearHeaders(resp);
-      plain(503, "Service Unavailable: the request timed out");
-    } else {
-      closeWith(503, "Service Unavailable: the request timed out");
-    }
+    TimeoutAnswer.answer(this, request);
   }
 
   /**
@@ -611,7 +591,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     plain(status, message);
   }
 
-  private void plain(int status, String message) {
+  /** Event loop: answers {@code status} with a short text body on the response as it is. */
+  void plain(int status, String message) {
     watchEnd();
     loop.answers.end(resp, status, message, false);
   }

@@ -2,15 +2,23 @@ package donkey.kernel;
 
 import clojure.lang.AFn;
 import clojure.lang.IFn;
+import clojure.lang.IPersistentMap;
+import donkey.ring.ResponseWriter;
+import io.vertx.core.http.HttpServerResponse;
+import java.lang.System.Logger.Level;
 
 /**
- * The {@code respond} (this object) and {@link #raise} given to the
- * {@code :async-timeout-handler} when an async handler times out: the request is already
- * claimed by the timeout, so these write its answer themselves, the first call of either only.
+ * The answer to a request whose handler did not answer in time ({@link #answer}), and the
+ * {@code respond} (this object) and {@link #raise} given to the {@code :async-timeout-handler}
+ * when an async handler times out: the request is already claimed by the timeout, so these
+ * write its answer themselves, the first call of either only.
  *
- * <p>Threading: any thread, as an async handler's {@code respond} and {@code raise}.
+ * <p>Threading: {@link #answer} on the event loop; {@code respond} and {@code raise} from any
+ * thread, as an async handler's.
  */
 final class TimeoutAnswer extends AFn {
+  private static final System.Logger LOG = System.getLogger("donkey");
+
   private final Exchange exchange;
   private boolean called;
 
@@ -45,5 +53,36 @@ final class TimeoutAnswer extends AFn {
       exchange.late(response, null);
     }
     return null;
+  }
+
+  /**
+   * Event loop (the connection sweep), once the timeout has claimed {@code x}: answers 503, or
+   * with what the {@code :async-timeout-handler} answers for an async handler ({@code request}
+   * is its Ring request). The handler's thread is not interrupted; whatever it answers later is
+   * dropped and logged.
+   */
+  static void answer(Exchange x, IPersistentMap request) {
+    ServerConfig cfg = x.loop().config;
+    boolean async = x.async();
+    IFn onTimeout = async ? cfg.asyncTimeoutHandler : null;
+    LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; {2}", x.where(),
+        async ? cfg.asyncTimeoutMs() : cfg.requestTimeoutMs,
+        onTimeout != null ? "calling the :async-timeout-handler" : "answered 503");
+    HttpServerResponse resp = x.response();
+    if (resp.headWritten()) {
+      ConnectionGuard.abort(x.connection());
+    } else if (onTimeout != null) {
+      TimeoutAnswer answer = new TimeoutAnswer(x);
+      try {
+        onTimeout.invoke(request, answer, answer.raise);
+      } catch (Throwable t) {
+        answer.raise.invoke(t);
+      }
+    } else if (x.request().isEnded()) {
+      ResponseWriter.clearHeaders(resp);
+      x.plain(503, "Service Unavailable: the request timed out");
+    } else {
+      x.closeWith(503, "Service Unavailable: the request timed out");
+    }
   }
 }
