@@ -7,14 +7,12 @@ import donkey.ring.RequestMap;
 import donkey.ring.ResponseMap;
 import donkey.ring.ResponseWriter;
 import donkey.route.Route;
-import donkey.route.Router;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
-import io.vertx.core.http.HttpVersion;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -22,9 +20,9 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
- * One request from arrival to the end of its response, as a small state machine: its head is
- * checked ({@link HeadCheck}) and routed, its body read ({@link RequestBody}), its Ring request
- * built and its handler run in the handler's mode, and it is answered exactly once: by the
+ * One request from arrival to the end of its response, as a small state machine: admitted
+ * ({@link Admission}: its head checked, routed, its body read), its Ring request built and its
+ * handler run in the handler's mode, and it is answered exactly once: by the
  * handler's response ({@link ResponseSender}), by its failure, by a timeout, or by the kernel's
  * own answer to bad input ({@link PlainAnswers}); the connection's bookkeeping then runs when
  * the response ends.
@@ -38,7 +36,7 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  */
 final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
-  private static final String ERROR_500 = "Internal Server Error";
+  static final String ERROR_500 = "Internal Server Error";
 
   private final ServerVerticle loop;
   private final HttpServerRequest req;
@@ -50,19 +48,20 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
       AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
   private IPersistentMap request;
+  // set by Admission on the loop, before dispatch
   /**
    * The request's headers, scanned once: here when the kernel needs one of them (a body's
    * framing, media-type routing), else null and left to the request map.
    */
-  private RequestMap.Head head;
+  RequestMap.Head head;
   /** The handler this request runs: the server's, or the matched route's. */
-  private IFn handler;
-  private boolean async;
-  private IPersistentMap pathParams;
+  IFn handler;
+  boolean async;
+  IPersistentMap pathParams;
   /** The matched route, or null without a route table. */
-  private Route route;
+  Route route;
   /** The request's body, or null when it has none. */
-  private RequestBody body;
+  RequestBody body;
   /** Run once when this request is over ({@link RequestScope}); loop-confined, null if none. */
   ArrayList<Runnable> atEnd;
   /** Set when the {@link #atEnd} actions run: the request is over. Loop-confined. */
@@ -199,72 +198,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   }
 
   /**
-   * Event loop: checks the head ({@link HeadCheck}), routes, reads the body when there is one,
-   * then dispatches.
-   */
-  void start() {
-    ServerConfig cfg = loop.config;
-    // watched by the idle check from here (its body may be read before dispatch); the request
-    // timeout only counts from dispatch (dispatchedAt)
-    if (connection != null) connection.current = this;
-    HeadCheck check = loop.headCheck;
-    String bad;
-    try {
-      bad = check.check(req);
-    } catch (RuntimeException e) {
-      LOG.log(Level.ERROR, "the head of " + where() + " could not be checked", e);
-      bad = "Bad Request: malformed request";
-    }
-    if (bad != null) {
-      answered = 1;
-      closeWith(check.status, bad);
-      return;
-    }
-    // the client's last request (RFC 9112 9.6): no request read behind it is served, and the
-    // connection closes after its answer, which says so
-    if (check.close) closeAfterResponse();
-    try {
-      begin(cfg, check);
-    } catch (RuntimeException e) {
-      // a bug of the kernel's, on input it should have refused: the request still gets an
-      // answer, and the connection no further requests
-      LOG.log(Level.ERROR, "the request " + where() + " failed before its handler ran", e);
-      if (claim()) closeWith(500, ERROR_500);
-    }
-  }
-
-  /** Event loop: the rest of {@link #start}: routing, the body, the dispatch. */
-  private void begin(ServerConfig cfg, HeadCheck check) {
-    // A request without framing headers has no body, and needs no other header of the kernel
-    // unless the routes negotiate media types: its headers are scanned only if the handler
-    // reads :headers (LazyRequestMap). Otherwise the one pass picks up every value needed,
-    // with repeated headers joined.
-    String cl = check.contentLength;
-    String te = check.transferEncoding;
-    if (cl != null || te != null || cfg.router != null && cfg.router.needsMediaTypes()) {
-      head = RequestMap.scan(req.headers());
-      cl = head.contentLength;
-      te = head.transferEncoding;
-    }
-    long length = RequestBody.length(cl, te);
-    if (length == RequestBody.REFUSED) {
-      answered = 1;
-      closeWith(400, te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
-          : "Bad Request: invalid Content-Length");
-      return;
-    }
-    if (!route(cfg, length != 0)) return;
-    if (length == 0) {
-      dispatch(null);
-      return;
-    }
-    // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
-    body = RequestBody.read(this, req, length, async,
-        head.expect != null && req.version() == HttpVersion.HTTP_1_1
-            && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
-  }
-
-  /**
    * Any thread: this request's answer is the connection's last (the client or the handler
    * said {@code Connection: close}): requests read behind it are not served (a task on the
    * loop, queued before the response's end is), the answer says close, and the connection is
@@ -309,43 +242,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** Event loop: true once the whole request, body included, has arrived. */
   boolean requestEnded() {
     return req.isEnded();
-  }
-
-  /**
-   * Event loop: picks the handler. With a route table, a request no route takes is answered
-   * here (404, 405 with Allow, 406, 415, 400 for a bad path parameter) before its body is read.
-   *
-   * @return false when the request has been answered
-   */
-  private boolean route(ServerConfig cfg, boolean hasBody) {
-    if (cfg.router == null) {
-      handler = cfg.handler;
-      async = cfg.async;
-      return true;
-    }
-    RequestMap.Head h = head; // null unless the routes negotiate media types (see start)
-    Router.Match m = cfg.router.match(req.method().name(), req.path(),
-        h == null ? null : h.contentType, h == null ? null : h.accept);
-    if (m.status == 0) {
-      route = m.route;
-      handler = m.route.handler();
-      async = m.route.mode() == Route.Mode.NON_BLOCKING;
-      pathParams = m.pathParams;
-      return true;
-    }
-    if (m.status == 404 && cfg.notFound != null) {
-      handler = cfg.notFound;
-      async = false;
-      return true;
-    }
-    answered = 1;
-    if (m.allow != null) resp.putHeader(HttpHeaders.ALLOW, m.allow);
-    if (hasBody) {
-      closeWith(m.status, m.message);
-    } else {
-      plain(m.status, m.message);
-    }
-    return false;
   }
 
   /** Event loop: builds the Ring request and runs the handler in its mode. */
