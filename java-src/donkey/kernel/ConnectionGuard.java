@@ -217,7 +217,7 @@ final class ConnectionGuard {
     List<HttpConnection> late = null;
     List<HttpConnection> stuck = null;
     List<Exchange> timedOut = null;
-    List<Exchange> bodyLate = null;
+    List<RequestBody> bodyLate = null;
     for (Map.Entry<HttpConnection, State> e : connections.entrySet()) {
       HttpConnection c = e.getKey();
       State s = e.getValue();
@@ -241,13 +241,14 @@ final class ConnectionGuard {
       long quiet = quietFor(s, x, pending, VertxInternals.writeProgress(c), now);
       if (x != null && x.unanswered()) {
         // owed a response: never idle; its body or its handler has a limit of its own
-        if (x.awaitsBody()) {
+        RequestBody b = x.body;
+        if (b != null && b.awaited()) {
           // a body read before an async handler: the gaps between its bytes are bounded by
           // the body timeout, its whole by the handler's, so a trickle cannot last forever
-          long since = x.bodySince(now);
+          long since = b.since(now);
           if (bodyLimit > 0 && quiet > bodyLimit || asyncLimit > 0 && now - since > asyncLimit) {
             if (bodyLate == null) bodyLate = new ArrayList<>();
-            bodyLate.add(x);
+            bodyLate.add(b);
           }
         } else if (x.dispatchedAt == 0) {
           // neither reading a body nor dispatched: only a kernel bug leaves a request so; it
@@ -278,7 +279,7 @@ final class ConnectionGuard {
       for (Exchange x : timedOut) x.timedOut();
     }
     if (bodyLate != null) {
-      for (Exchange x : bodyLate) x.bodyTimedOut();
+      for (RequestBody b : bodyLate) b.timedOut();
     }
   }
 

@@ -214,31 +214,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
-  /** True while the body is read before the (async) handler runs: not dispatched yet. */
-  boolean awaitsBody() {
-    RequestBody b = body;
-    return b != null && b.awaited();
-  }
-
-  /**
-   * Event loop (the connection sweep): when the body read before an async handler began to be
-   * read ({@code now} at the sweep's first look).
-   */
-  long bodySince(long now) {
-    RequestBody b = body;
-    return b == null ? now : b.since(now);
-  }
-
-  /**
-   * Event loop (the connection sweep): the body read before an async handler stopped arriving
-   * for {@code :body-timeout}, or did not arrive whole within the handler's timeout; answers
-   * 408.
-   */
-  void bodyTimedOut() {
-    RequestBody b = body;
-    if (b != null) b.timedOut();
-  }
-
   /** Event loop: true once the whole request, body included, has arrived. */
   boolean requestEnded() {
     return req.isEnded();
@@ -463,11 +438,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   boolean gone() {
     ConnectionGuard.State c = connection;
     return c != null ? c.closed : resp.closed();
-  }
-
-  /** True when the request has a body (read, or being read). */
-  boolean hasBody() {
-    return body != null;
   }
 
   /** Event loop: answers {@code status} with a short text body; the connection stays. */

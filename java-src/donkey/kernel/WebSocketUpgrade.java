@@ -98,7 +98,7 @@ final class WebSocketUpgrade {
           + "with Connection: upgrade");
       return;
     }
-    if (x.hasBody()) {
+    if (x.body != null) {
       x.answerKeepingConnection(400, "Bad Request: a WebSocket handshake has no body");
       return;
     }
