@@ -43,7 +43,7 @@ final class Admission {
     }
     if (bad != null) {
       x.claim();
-      x.closeWith(check.status, bad);
+      ErrorAnswers.closeWith(x, check.status, bad);
       return;
     }
     // the client's last request (RFC 9112 9.6): no request read behind it is served, and the
@@ -55,7 +55,7 @@ final class Admission {
       // a bug of the kernel's, on input it should have refused: the request still gets an
       // answer, and the connection no further requests
       LOG.log(Level.ERROR, "the request " + x.where() + " failed before its handler ran", e);
-      if (x.claim()) x.closeWith(500, Exchange.ERROR_500);
+      if (x.claim()) ErrorAnswers.closeWith(x, 500, ErrorAnswers.ERROR_500);
     }
   }
 
@@ -78,8 +78,9 @@ final class Admission {
     long length = RequestBody.length(cl, te);
     if (length == RequestBody.REFUSED) {
       x.claim();
-      x.closeWith(400, te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
-          : "Bad Request: invalid Content-Length");
+      ErrorAnswers.closeWith(x, 400,
+          te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
+              : "Bad Request: invalid Content-Length");
       return;
     }
     if (!route(x, cfg, head, length != 0)) return;
@@ -126,9 +127,9 @@ final class Admission {
     x.claim();
     if (m.allow != null) x.response().putHeader(HttpHeaders.ALLOW, m.allow);
     if (hasBody) {
-      x.closeWith(m.status, m.message);
+      ErrorAnswers.closeWith(x, m.status, m.message);
     } else {
-      x.plain(m.status, m.message);
+      ErrorAnswers.plain(x, m.status, m.message);
     }
     return false;
   }

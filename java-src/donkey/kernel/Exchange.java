@@ -5,7 +5,6 @@ import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import donkey.ring.RequestMap;
 import donkey.ring.ResponseMap;
-import donkey.ring.ResponseWriter;
 import donkey.route.Route;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
@@ -22,10 +21,13 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 /**
  * One request from arrival to the end of its response, as a small state machine: admitted
  * ({@link Admission}: its head checked, routed, its body read), its Ring request built and its
- * handler run in the handler's mode, and it is answered exactly once: by the
- * handler's response ({@link ResponseSender}), by its failure, by a timeout, or by the kernel's
- * own answer to bad input ({@link PlainAnswers}); the connection's bookkeeping then runs when
- * the response ends.
+ * handler run in the handler's mode, and it is answered exactly once: by the handler's
+ * response ({@link ResponseSender}), by its failure or the kernel's own answer to bad input
+ * ({@link ErrorAnswers}), or by a timeout ({@link TimeoutAnswer}); the connection's
+ * bookkeeping then runs when the response ends ({@link RequestScope}'s actions with it).
+ *
+ * <p>Past 400 lines because the sync, async and timeout paths all turn on the answered-once
+ * fields here; what does not is in the classes above.
  *
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
  * worker pool; an async handler runs on the event loop and its {@code respond}/{@code raise}
@@ -36,7 +38,6 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  */
 final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
-  static final String ERROR_500 = "Internal Server Error";
 
   private final ServerVerticle loop;
   private final HttpServerRequest req;
@@ -47,6 +48,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private volatile int answered;
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
       AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
+  /** The Ring request, built at dispatch; null before. */
   private IPersistentMap request;
   // set by Admission on the loop, before dispatch
   /**
@@ -141,6 +143,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** True while the handler has not answered. */
   boolean unanswered() {
     return answered == 0;
+  }
+
+  /** The Ring request, or null before dispatch. */
+  IPersistentMap ringRequest() {
+    return request;
   }
 
   /** True when this request's handler is an async (non-blocking) one. */
@@ -269,7 +276,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       loop.workers.enqueueBounded(this);
     } catch (RejectedExecutionException e) {
       if (ANSWERED.compareAndSet(this, 0, 1)) {
-        closeWith(503, "Service Unavailable");
+        ErrorAnswers.closeWith(this, 503, "Service Unavailable");
       }
     }
   }
@@ -305,7 +312,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       return;
     }
     if (error != null) {
-      fail(error);
+      ErrorAnswers.fail(this, error);
     } else {
       ResponseSender.send(this, response);
     }
@@ -354,16 +361,16 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   void timedOut() {
     if (!ANSWERED.compareAndSet(this, 0, 1)) return;
     timedOut = true;
-    TimeoutAnswer.answer(this, request);
+    TimeoutAnswer.answer(this);
   }
 
   /**
-   * Any thread: what the handler's {@code raise} does: answers with the failure ({@link #fail}),
-   * or logs it when the request was already answered.
+   * Any thread: what the handler's {@code raise} does: answers with the failure
+   * ({@link ErrorAnswers#fail}), or logs it when the request was already answered.
    */
   void raise(Throwable t) {
     if (ANSWERED.compareAndSet(this, 0, 1)) {
-      fail(t);
+      ErrorAnswers.fail(this, t);
     } else {
       late(null, t);
     }
@@ -381,7 +388,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     ResponseMap.discard(response);
   }
 
-
   /** Worker thread: keeps what {@link ResponseSender} prepared for {@link #endPrepared}. */
   void prepared(Buffer body, int status) {
     prepared = body;
@@ -395,72 +401,10 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     ResponseSender.endPrepared(this, b, preparedStatus);
   }
 
-  /**
-   * Any thread: logs a handler failure once and, if nothing was sent yet, answers with the
-   * configured error handler's response, or a plain 500 when there is none (or it fails too).
-   */
-  void fail(Throwable t) {
-    LOG.log(Level.ERROR, "handler failed for " + where(), t);
-    onLoop(() -> {
-      if (resp.closed() || resp.ended()) return;
-      if (resp.headWritten()) {
-        ConnectionGuard.abort(req.connection());
-        return;
-      }
-      watchEnd();
-      ResponseWriter.clearHeaders(resp);
-      if (!ResponseSender.sendError(this, loop.config.errorHandler, request, t)) {
-        ResponseWriter.clearHeaders(resp);
-        plain(500, ERROR_500);
-      }
-    });
-  }
-
-  /**
-   * Event loop: answers {@code status} with a short text body and closes the connection;
-   * requests already read behind this one are dropped (ServerVerticle skips a closing
-   * connection's requests).
-   */
-  void closeWith(int status, String message) {
-    if (connection != null) connection.closing = true;
-    if (resp.closed() || resp.ended()) {
-      req.connection().close();
-      return;
-    }
-    watchEnd();
-    String allow = resp.headers().get(HttpHeaders.ALLOW);
-    ResponseWriter.clearHeaders(resp);
-    if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
-    loop.answers.end(resp, status, message, true).onComplete(v -> req.connection().close());
-  }
-
   /** Event loop: true when the connection has closed (or this request's response ended). */
   boolean gone() {
     ConnectionGuard.State c = connection;
     return c != null ? c.closed : resp.closed();
-  }
-
-  /** Event loop: answers {@code status} with a short text body; the connection stays. */
-  void answerKeepingConnection(int status, String message) {
-    answerKeepingConnection(status, message, null, null);
-  }
-
-  /**
-   * Event loop: as {@link #answerKeepingConnection(int, String)}, with the header {@code name}
-   * (when not null) set to {@code value}: a refused WebSocket handshake names the version the
-   * server speaks.
-   */
-  void answerKeepingConnection(int status, String message, String name, String value) {
-    if (resp.closed() || resp.ended()) return;
-    ResponseWriter.clearHeaders(resp);
-    if (name != null) resp.putHeader(name, value);
-    plain(status, message);
-  }
-
-  /** Event loop: answers {@code status} with a short text body on the response as it is. */
-  void plain(int status, String message) {
-    watchEnd();
-    loop.answers.end(resp, status, message, false);
   }
 
   /**

@@ -77,7 +77,7 @@ final class RequestBody {
     if (length > limit) {
       x.claim();
       if (length - limit > DRAIN_LIMIT) {
-        x.closeWith(413, "Payload Too Large");
+        ErrorAnswers.closeWith(x, 413, "Payload Too Large");
       } else {
         b.reject(413, "Payload Too Large");
       }
@@ -105,7 +105,9 @@ final class RequestBody {
       // a broken body (bad chunk framing) or a vanished client: nothing to dispatch
       rejected = true;
       buffered = null;
-      if (exchange.claim()) exchange.closeWith(400, "Bad Request: malformed request body");
+      if (exchange.claim()) {
+        ErrorAnswers.closeWith(exchange, 400, "Bad Request: malformed request body");
+      }
     });
     req.handler(chunk -> {
       if (rejected) return;
@@ -134,8 +136,8 @@ final class RequestBody {
           // claimed here, on the reading thread, before its read fails: the handler's own
           // answer to that failure comes later and is dropped
           if (exchange.claim()) {
-            exchange.onLoop(() ->
-                exchange.closeWith(408, "Request Timeout: the request body stopped arriving"));
+            exchange.onLoop(() -> ErrorAnswers.closeWith(exchange, 408,
+                "Request Timeout: the request body stopped arriving"));
           }
         });
     streamed = in;
@@ -147,7 +149,7 @@ final class RequestBody {
       boolean first = exchange.claim();
       in.fail(new IOException("the request body could not be read: "
           + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t));
-      if (first) exchange.closeWith(400, "Bad Request: malformed request body");
+      if (first) ErrorAnswers.closeWith(exchange, 400, "Bad Request: malformed request body");
     });
     req.handler(chunk -> {
       received += chunk.length();
@@ -184,7 +186,7 @@ final class RequestBody {
       dropped[0] += chunk.length();
       if (dropped[0] > DRAIN_LIMIT) req.connection().close();
     });
-    exchange.answerKeepingConnection(status, message);
+    ErrorAnswers.keepConnection(exchange, status, message);
   }
 
   /** True while the body is read before the (async) handler runs: not dispatched yet. */
@@ -207,7 +209,7 @@ final class RequestBody {
     if (!exchange.claim()) return;
     rejected = true;
     buffered = null;
-    exchange.closeWith(408, "Request Timeout: the request body stopped arriving");
+    ErrorAnswers.closeWith(exchange, 408, "Request Timeout: the request body stopped arriving");
   }
 
   /**

@@ -2,7 +2,6 @@ package donkey.kernel;
 
 import clojure.lang.AFn;
 import clojure.lang.IFn;
-import clojure.lang.IPersistentMap;
 import donkey.ring.ResponseWriter;
 import io.vertx.core.http.HttpServerResponse;
 import java.lang.System.Logger.Level;
@@ -26,7 +25,7 @@ final class TimeoutAnswer extends AFn {
     @Override
     public Object invoke(Object error) {
       if (once()) {
-        exchange.fail(error instanceof Throwable ? (Throwable) error
+        ErrorAnswers.fail(exchange, error instanceof Throwable ? (Throwable) error
             : new IllegalArgumentException("raise called with " + error));
       } else {
         exchange.late(null, error instanceof Throwable ? (Throwable) error : null);
@@ -57,11 +56,10 @@ final class TimeoutAnswer extends AFn {
 
   /**
    * Event loop (the connection sweep), once the timeout has claimed {@code x}: answers 503, or
-   * with what the {@code :async-timeout-handler} answers for an async handler ({@code request}
-   * is its Ring request). The handler's thread is not interrupted; whatever it answers later is
-   * dropped and logged.
+   * with what the {@code :async-timeout-handler} answers for an async handler. The handler's
+   * thread is not interrupted; whatever it answers later is dropped and logged.
    */
-  static void answer(Exchange x, IPersistentMap request) {
+  static void answer(Exchange x) {
     ServerConfig cfg = x.loop().config;
     boolean async = x.async();
     IFn onTimeout = async ? cfg.asyncTimeoutHandler : null;
@@ -74,15 +72,15 @@ final class TimeoutAnswer extends AFn {
     } else if (onTimeout != null) {
       TimeoutAnswer answer = new TimeoutAnswer(x);
       try {
-        onTimeout.invoke(request, answer, answer.raise);
+        onTimeout.invoke(x.ringRequest(), answer, answer.raise);
       } catch (Throwable t) {
         answer.raise.invoke(t);
       }
     } else if (x.request().isEnded()) {
       ResponseWriter.clearHeaders(resp);
-      x.plain(503, "Service Unavailable: the request timed out");
+      ErrorAnswers.plain(x, 503, "Service Unavailable: the request timed out");
     } else {
-      x.closeWith(503, "Service Unavailable: the request timed out");
+      ErrorAnswers.closeWith(x, 503, "Service Unavailable: the request timed out");
     }
   }
 }

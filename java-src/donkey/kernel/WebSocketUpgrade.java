@@ -72,7 +72,7 @@ final class WebSocketUpgrade {
         try {
           upgrade(x, response);
         } catch (Throwable t) {
-          x.fail(t);
+          ErrorAnswers.fail(x, t);
         }
       });
     } catch (RejectedExecutionException e) {
@@ -88,34 +88,34 @@ final class WebSocketUpgrade {
     HttpServerRequest req = x.request();
     MultiMap h = req.headers();
     if (!lists(h.getAll("upgrade"), "websocket")) {
-      x.answerKeepingConnection(400, "Bad Request: a WebSocket listener answers WebSocket "
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket listener answers WebSocket "
           + "upgrade requests only");
       return;
     }
     if (req.method() != HttpMethod.GET || req.version() != HttpVersion.HTTP_1_1
         || !lists(h.getAll("connection"), "upgrade")) {
-      x.answerKeepingConnection(400, "Bad Request: a WebSocket handshake is an HTTP/1.1 GET "
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket handshake is an HTTP/1.1 GET "
           + "with Connection: upgrade");
       return;
     }
     if (x.body != null) {
-      x.answerKeepingConnection(400, "Bad Request: a WebSocket handshake has no body");
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket handshake has no body");
       return;
     }
     String version = h.get("sec-websocket-version");
     if (version == null || !version.trim().equals("13")) {
-      x.answerKeepingConnection(426, "Upgrade Required: Sec-WebSocket-Version 13",
+      ErrorAnswers.keepConnection(x, 426, "Upgrade Required: Sec-WebSocket-Version 13",
           "sec-websocket-version", "13");
       return;
     }
     if (!validKey(h.get("sec-websocket-key"))) {
-      x.answerKeepingConnection(400, "Bad Request: invalid Sec-WebSocket-Key");
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: invalid Sec-WebSocket-Key");
       return;
     }
     String origin = h.get("origin");
     if (loop.wsOrigins != null && origin != null
         && !loop.wsOrigins.contains(origin.trim().toLowerCase(Locale.ROOT))) {
-      x.answerKeepingConnection(403,
+      ErrorAnswers.keepConnection(x, 403,
           "Forbidden: WebSocket connections from this origin are not allowed");
       return;
     }
@@ -156,7 +156,7 @@ final class WebSocketUpgrade {
       // replaces the HTTP decoder at once and the encoder once the 101 is written
       handshaker.handshake(ch, full, extra, shaken);
     } catch (WebSocketHandshakeException e) {
-      x.answerKeepingConnection(400, "Bad Request: " + e.getMessage());
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: " + e.getMessage());
       return;
     }
     // nothing is read until the 101 is out and on-open has run
