@@ -37,7 +37,7 @@ public final class RequestScope {
   public static boolean atEnd(Runnable action) {
     Exchange e = running();
     if (e == null) return false;
-    atEnd(e, action);
+    register(e, action);
     return true;
   }
 
@@ -53,7 +53,7 @@ public final class RequestScope {
     if (e == null) return false;
     ServerVerticle loop = e.loop();
     // on the loop when the pool has stopped
-    atEnd(e, () -> {
+    register(e, () -> {
       try {
         loop.workers.execute(action);
       } catch (RejectedExecutionException stopped) {
@@ -103,7 +103,7 @@ public final class RequestScope {
 
   /**
    * Event loop: {@code e} is over (its response ended, its connection closed, or it became a
-   * WebSocket): runs its actions, and at once any registered later.
+   * WebSocket): runs its actions; one registered later runs at once ({@link #register}).
    */
   static void requestOver(Exchange e) {
     e.over = true;
@@ -114,7 +114,7 @@ public final class RequestScope {
   }
 
   /** Event loop: has {@code action} run once {@code e} is over; at once when it is already. */
-  private static void atEnd(Exchange e, Runnable action) {
+  private static void register(Exchange e, Runnable action) {
     if (e.over) {
       run(e, action);
       return;
