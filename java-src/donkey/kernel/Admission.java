@@ -34,7 +34,7 @@ final class Admission {
     // timeout only counts from dispatch (dispatchedAt)
     if (x.connection != null) {
       if (x.h2) {
-        x.streamStarted();
+        Http2Streams.started(x);
       } else {
         x.connection.current = x;
       }
@@ -75,7 +75,7 @@ final class Admission {
     String cl = check.contentLength;
     String te = check.transferEncoding;
     // an HTTP/2 body needs no length: its stream's end delimits it (RFC 9113 8.1)
-    boolean unframed = x.h2 && cl == null && te == null && !x.streamEnded();
+    boolean unframed = x.h2 && cl == null && te == null && !Http2Streams.ended(x);
     RequestMap.Head head = null;
     if (unframed || cl != null || te != null
         || cfg.router != null && cfg.router.needsMediaTypes()) {

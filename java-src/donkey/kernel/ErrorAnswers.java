@@ -10,7 +10,8 @@ import java.lang.System.Logger.Level;
  * failure, the route table's {@code :error-handler} answer or a plain 500; for what the kernel
  * refuses, a short text answer ({@link PlainAnswers}) that closes the connection or keeps it.
  * The caller has claimed the answer ({@link Exchange#claim}); these decide only what is sent
- * and what becomes of the connection.
+ * and what becomes of the connection: on HTTP/1.x it is closed, gracefully or at once; on
+ * HTTP/2 only the request's stream is reset.
  *
  * <p>Threading: {@link #fail} from any thread; the rest on the request's event loop.
  */
@@ -30,7 +31,7 @@ final class ErrorAnswers {
       HttpServerResponse resp = x.response();
       if (resp.closed() || resp.ended()) return;
       if (resp.headWritten()) {
-        x.abort();
+        abort(x);
         return;
       }
       x.watchEnd();
@@ -45,20 +46,20 @@ final class ErrorAnswers {
   /**
    * Event loop: answers {@code status} with a short text body and closes the connection;
    * requests already read behind this one are dropped (ServerVerticle skips a closing
-   * connection's requests). On HTTP/2 the stream alone ends ({@link Exchange#closeConnection}).
+   * connection's requests). On HTTP/2 the stream alone ends ({@link #closeConnection}).
    */
   static void closeWith(Exchange x, int status, String message) {
     if (x.connection != null && !x.h2) x.connection.closing = true;
     HttpServerResponse resp = x.response();
     if (resp.closed() || resp.ended()) {
-      x.closeConnection();
+      closeConnection(x);
       return;
     }
     x.watchEnd();
     String allow = resp.headers().get(HttpHeaders.ALLOW);
     ResponseWriter.clearHeaders(resp);
     if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
-    x.loop().answers.end(resp, status, message, !x.h2).onComplete(v -> x.closeConnection());
+    x.loop().answers.end(resp, status, message, !x.h2).onComplete(v -> closeConnection(x));
   }
 
   /** Event loop: answers {@code status} with a short text body; the connection stays. */
@@ -84,5 +85,30 @@ final class ErrorAnswers {
   static void plain(Exchange x, int status, String message) {
     x.watchEnd();
     x.loop().answers.end(x.response(), status, message, false);
+  }
+
+  /**
+   * Any thread, after this request's last answer: an HTTP/1.x connection is closed once what
+   * was written has gone out; an HTTP/2 stream whose request is still arriving is reset with
+   * NO_ERROR, which asks the client to stop sending it (RFC 9113 8.1).
+   */
+  static void closeConnection(Exchange x) {
+    if (!x.h2) {
+      x.connection().close();
+    } else if (!x.request().isEnded()) {
+      x.response().reset(0);
+    }
+  }
+
+  /**
+   * Any thread: stops this request at once, what was sent of its response being lost: an
+   * HTTP/1.x connection is closed without flushing, an HTTP/2 stream reset (INTERNAL_ERROR).
+   */
+  static void abort(Exchange x) {
+    if (x.h2) {
+      x.response().reset(2);
+    } else {
+      ConnectionGuard.abort(x.connection());
+    }
   }
 }

@@ -52,7 +52,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    */
   final boolean h2;
   /** HTTP/2, loop-confined: true once the stream's end was counted on its connection. */
-  private boolean streamDone;
+  boolean streamDone;
   /** 1 once the request has been answered (response, failure, timeout or error status). */
   private volatile int answered;
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
@@ -216,63 +216,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    */
   void connectionClosed() {
     RequestScope.requestOver(this);
-  }
-
-  /**
-   * Event loop, as an HTTP/2 request arrives: counts it among its connection's streams, and
-   * has its stream's close end it. Its Host comes from {@code :authority} when it has none, as
-   * a gateway to HTTP/1.1 would give it (RFC 9113 8.3.1): Ring handlers and middleware read the
-   * host from {@code :headers}. (Vert.x has checked that a Host sent beside an
-   * {@code :authority} names the same host and port.)
-   */
-  void streamStarted() {
-    ConnectionGuard.streamStarted(connection, this);
-    resp.closeHandler(v -> streamClosed());
-    io.vertx.core.net.HostAndPort a = req.authority();
-    if (a != null && !req.headers().contains(HttpHeaders.HOST)) {
-      req.headers().set(HttpHeaders.HOST, a.toString());
-    }
-  }
-
-  /**
-   * Event loop: this request's HTTP/2 stream has closed: after its response ended, or reset
-   * by either side before that, when its end is counted here. (Vert.x calls the response's
-   * close handler on the loop.)
-   */
-  private void streamClosed() {
-    if (!streamDone) handle(null);
-  }
-
-  /** Event loop: whether the client has sent all of this HTTP/2 request. */
-  boolean streamEnded() {
-    ConnectionGuard.State c = connection;
-    return c != null && c.h2 != null ? VertxInternals.remoteEnded(c.h2, (int) req.streamId())
-        : req.isEnded();
-  }
-
-  /**
-   * Any thread, after this request's last answer: an HTTP/1.x connection is closed once what
-   * was written has gone out; an HTTP/2 stream whose request is still arriving is reset with
-   * NO_ERROR, which asks the client to stop sending it (RFC 9113 8.1).
-   */
-  void closeConnection() {
-    if (!h2) {
-      req.connection().close();
-    } else if (!req.isEnded()) {
-      resp.reset(0);
-    }
-  }
-
-  /**
-   * Any thread: stops this request at once, what was sent of its response being lost: an
-   * HTTP/1.x connection is closed without flushing, an HTTP/2 stream reset (INTERNAL_ERROR).
-   */
-  void abort() {
-    if (h2) {
-      resp.reset(2);
-    } else {
-      ConnectionGuard.abort(req.connection());
-    }
   }
 
   /**

@@ -166,7 +166,7 @@ final class RequestBody {
           if (first) {
             reject(413, "Payload Too Large");
           } else {
-            exchange.closeConnection();
+            ErrorAnswers.closeConnection(exchange);
           }
         }
         return;

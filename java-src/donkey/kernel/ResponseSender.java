@@ -104,7 +104,7 @@ final class ResponseSender {
         boolean http10 = http10(x);
         if (framing == Framing.BODY && http10) closing(x); // delimited by the close
         ResponseChannel.open(resp, (StreamingBody) b, framing, http10, () -> closeGracefully(x),
-            x::abort);
+            () -> ErrorAnswers.abort(x));
       }
     } catch (Throwable t) {
       ErrorAnswers.fail(x, t);
@@ -220,7 +220,7 @@ final class ResponseSender {
           LOG.log(Level.ERROR, "response body of " + x.where() + " failed after the head was"
               + " sent; closing the connection", t);
         }
-        x.abort();
+        ErrorAnswers.abort(x);
       } else {
         ErrorAnswers.fail(x, t);
       }
@@ -274,7 +274,7 @@ final class ResponseSender {
    */
   private static void closeGracefully(Exchange x) {
     if (x.h2) {
-      x.abort();
+      ErrorAnswers.abort(x);
       return;
     }
     closing(x);

@@ -68,7 +68,7 @@ final class TimeoutAnswer extends AFn {
         onTimeout != null ? "calling the :async-timeout-handler" : "answered 503");
     HttpServerResponse resp = x.response();
     if (resp.headWritten()) {
-      x.abort();
+      ErrorAnswers.abort(x);
     } else if (onTimeout != null) {
       TimeoutAnswer answer = new TimeoutAnswer(x);
       try {
