@@ -9,7 +9,8 @@
             [clojure.test :refer [deftest is testing use-fixtures]]
             [donkey.server :as server]
             [donkey.test-pki :as test-pki :refer [pass]])
-  (:import (java.net URI)
+  (:import (donkey.kernel Server)
+           (java.net URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers
                           HttpResponse HttpResponse$BodyHandlers)
            (java.security.cert X509Certificate)
@@ -30,7 +31,7 @@
 
 (defn- run-server
   "donkey.server/run-server on the TLS engine under test."
-  [handler opts]
+  ^Server [handler opts]
   ;; an :ssl-context is the JDK engine's whatever the test runs on; :openssl refuses one
   (server/run-server handler (merge {:ssl-provider (if (:ssl-context opts) :auto test-pki/*engine*)}
                                     opts)))
@@ -43,7 +44,7 @@
                           (.getName (.getSubjectX500Principal c)))
                   :body (when-let [b (:body req)] (count (.readAllBytes ^java.io.InputStream b)))})})
 
-(defn- start [opts]
+(defn- start ^Server [opts]
   (run-server describe (merge {:port 0 :ssl-port 0 :join? false :event-loops 1
                                :keystore (:p12 pki) :key-password pass :h2? true}
                               opts)))

@@ -160,7 +160,7 @@
 
 (defn- run-server
   "donkey.server/run-server on the TLS engine under test (`opts` may name another)."
-  [handler opts]
+  ^Server [handler opts]
   ;; an :ssl-context is the JDK engine's whatever the test runs on; :openssl refuses one
   (server/run-server handler (merge {:ssl-provider (if (:ssl-context opts) :auto test-pki/*engine*)}
                                     opts)))
