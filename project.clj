@@ -22,7 +22,17 @@
                    {:dependencies [[ring/ring-core "1.8.2" :exclusions [org.clojure/clojure]]
                                    [compojure "1.6.0" :exclusions [org.clojure/clojure]]
                                    ;; ring-core's multipart middleware loads the servlet API
-                                   [javax.servlet/javax.servlet-api "3.1.0"]]
+                                   [javax.servlet/javax.servlet-api "3.1.0"]
+                                   ;; the optional OpenSSL (BoringSSL) TLS engine, so that the
+                                   ;; TLS tests and benches run on it as well as on the JDK's.
+                                   ;; Its pom also names the natives of five other platforms;
+                                   ;; this one is Linux x86-64's alone.
+                                   [io.netty/netty-tcnative-boringssl-static "2.0.84.Final"
+                                    :classifier "linux-x86_64"
+                                    :exclusions [io.netty/netty-tcnative-boringssl-static]]
+                                   ;; its Java half at its own version (Vert.x's Netty names
+                                   ;; an older one)
+                                   [io.netty/netty-tcnative-classes "2.0.84.Final"]]
                     :source-paths ["examples"]
                     :exclusions [org.clojure/clojure]}]
              ;; tools.deps, to check deps.edn (test/donkey/packaging_test.clj runs

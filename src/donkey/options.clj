@@ -193,6 +193,11 @@
    {:key :ssl-context :to (field sslContext) :check :ssl-context
     :doc (str "a javax.net.ssl.SSLContext to serve as it is (its key and trust managers), "
               "instead of :keystore or PEM files")}
+   {:key :ssl-provider :to (field sslProvider) :check [:one-of :auto :jdk :openssl]
+    :doc (str "the TLS engine: :openssl (BoringSSL, from io.netty/netty-tcnative-boringssl-"
+              "static, which donkey does not depend on), :jdk, or :auto, OpenSSL when it is on "
+              "the classpath and loads, else the JDK's; :openssl fails start-up without it. An "
+              ":ssl-context is served by the JDK's engine under :auto (:openssl refuses one)")}
    {:key :truststore :to (field truststore) :check :keystore
     :doc (str "the CAs whose client certificates are accepted: a key store file's path or a "
               "java.security.KeyStore; needed for :client-auth")}

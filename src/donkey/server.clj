@@ -160,6 +160,13 @@
   (let [p (.tlsPort server)]
     (when (<= 0 p) p)))
 
+(defn ssl-provider
+  "The TLS engine `server`'s new TLS connections get: `:openssl` or `:jdk` (the JDK's serves
+  an `:ssl-context`, whatever `:ssl-provider` chose), or nil when it serves no TLS. Any
+  thread."
+  [^Server server]
+  (.tlsProvider server))
+
 (defn status
   "`:running`, `:stopping` (draining in-flight requests) or `:stopped`."
   [^Server server]

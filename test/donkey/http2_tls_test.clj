@@ -9,7 +9,8 @@
             [clojure.test :refer [deftest is testing use-fixtures]]
             [donkey.server :as server]
             [donkey.test-pki :as test-pki :refer [pass]])
-  (:import (java.net URI)
+  (:import (donkey.kernel Server)
+           (java.net URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers
                           HttpResponse HttpResponse$BodyHandlers)
            (java.security.cert X509Certificate)
@@ -25,6 +26,16 @@
       (alter-var-root #'pki (constantly p))
       (try (run) (finally (test-pki/delete-pki! p))))))
 
+;; every test runs on each TLS engine: the JDK's, and OpenSSL's when it is available
+(use-fixtures :each test-pki/each-engine)
+
+(defn- run-server
+  "donkey.server/run-server on the TLS engine under test."
+  ^Server [handler opts]
+  ;; an :ssl-context is the JDK engine's whatever the test runs on; :openssl refuses one
+  (server/run-server handler (merge {:ssl-provider (if (:ssl-context opts) :auto test-pki/*engine*)}
+                                    opts)))
+
 (defn- describe [req]
   {:status 200
    :headers {"content-type" "application/edn"}
@@ -33,10 +44,10 @@
                           (.getName (.getSubjectX500Principal c)))
                   :body (when-let [b (:body req)] (count (.readAllBytes ^java.io.InputStream b)))})})
 
-(defn- start [opts]
-  (server/run-server describe (merge {:port 0 :ssl-port 0 :join? false :event-loops 1
-                                      :keystore (:p12 pki) :key-password pass :h2? true}
-                                     opts)))
+(defn- start ^Server [opts]
+  (run-server describe (merge {:port 0 :ssl-port 0 :join? false :event-loops 1
+                               :keystore (:p12 pki) :key-password pass :h2? true}
+                              opts)))
 
 (defn- send-request
   "Sends a request with java.net.http preferring `version`: [protocol-version edn-body]."
@@ -108,8 +119,8 @@
           (is (str/ends-with? out "\n2")))))))
 
 (deftest openssl-sees-alpn-and-sni
-  (with-open [s (server/run-server describe {:port 0 :ssl-port 0 :join? false :event-loops 1
-                                             :keystore (:sni pki) :key-password pass :h2? true})]
+  (with-open [s (run-server describe {:port 0 :ssl-port 0 :join? false :event-loops 1
+                                      :keystore (:sni pki) :key-password pass :h2? true})]
     (let [port (server/ssl-port s)
           out (sh/sh "openssl" "s_client" "-connect" (str "127.0.0.1:" port) "-alpn" "h2,http/1.1"
                      "-servername" "b.test" :in "")
@@ -133,7 +144,7 @@
   (let [kmf (doto (javax.net.ssl.KeyManagerFactory/getInstance "PKIX")
               (.init (test-pki/load-store (:p12 pki) "PKCS12") (.toCharArray ^String pass)))
         ctx (doto (javax.net.ssl.SSLContext/getInstance "TLS") (.init (.getKeyManagers kmf) nil nil))]
-    (with-open [s (server/run-server describe {:port 0 :ssl-port 0 :join? false :event-loops 1
-                                               :ssl-context ctx :h2? true})]
+    (with-open [s (run-server describe {:port 0 :ssl-port 0 :join? false :event-loops 1
+                                        :ssl-context ctx :h2? true})]
       (is (= HttpClient$Version/HTTP_2
              (first (send-request (server/ssl-port s) HttpClient$Version/HTTP_2)))))))

@@ -1,8 +1,10 @@
 (ns donkey.test-pki
   "Keys and certificates for the TLS tests, made when the tests run by the JDK's keytool (no
   private key is kept in the repository), and a client SSLContext that trusts them."
-  (:require [clojure.java.io :as io])
-  (:import (java.io File)
+  (:require [clojure.java.io :as io]
+            [clojure.test :refer [testing]])
+  (:import (io.netty.handler.ssl OpenSsl)
+           (java.io File)
            (java.nio.charset StandardCharsets)
            (java.nio.file Files)
            (java.nio.file.attribute FileAttribute)
@@ -14,6 +16,33 @@
 (set! *warn-on-reflection* true)
 
 (def pass "The password of every key store made here." "changeit")
+
+;; ---- the TLS engines under test --------------------------------------------------------------
+
+(def ^:dynamic *engine*
+  "The :ssl-provider the running test starts its servers with; `each-engine` binds it."
+  :jdk)
+
+(defn engines
+  "The TLS engines to test: the JDK's, and OpenSSL when netty-tcnative is on the classpath and
+  loads (the :dev profile puts Linux x86-64's there)."
+  []
+  (if (OpenSsl/isAvailable) [:jdk :openssl] [:jdk]))
+
+(defonce ^:private warned
+  (delay (when-not (OpenSsl/isAvailable)
+           (println "donkey.test-pki: OpenSSL is not available here, so the TLS tests run on the"
+                    "JDK engine only:" (str (OpenSsl/unavailabilityCause))))))
+
+(defn each-engine
+  "A clojure.test :each fixture: runs the test once per engine of `engines`, with `*engine*`
+  bound to it and its name in the failure context."
+  [run]
+  @warned
+  (doseq [e (engines)]
+    (binding [*engine* e]
+      (testing (str "[" (name e) " engine]")
+        (run)))))
 
 (defn- keytool
   "Runs the keytool of the JDK running the tests; throws with its output when it fails."

@@ -11,6 +11,7 @@
             [donkey.server :as server]
             [donkey.test-pki :as test-pki :refer [load-store pass path]])
   (:import (donkey.kernel Server)
+           (io.netty.handler.ssl OpenSsl)
            (java.io ByteArrayOutputStream File IOException InputStream OutputStream)
            (java.net InetSocketAddress Socket SocketTimeoutException URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpResponse
@@ -37,6 +38,11 @@
       (alter-var-root #'pki (constantly p))
       (try (run)
            (finally (test-pki/delete-pki! p))))))
+
+;; every test runs on each TLS engine: the JDK's, and OpenSSL's when it is available
+(use-fixtures :each test-pki/each-engine)
+
+(defn- openssl? [] (= :openssl test-pki/*engine*))
 
 (defn- leaf-of ^X509Certificate [k] (first (:chain (get pki k))))
 
@@ -152,6 +158,13 @@
 
 ;; ---- the servers ---------------------------------------------------------------------------
 
+(defn- run-server
+  "donkey.server/run-server on the TLS engine under test (`opts` may name another)."
+  ^Server [handler opts]
+  ;; an :ssl-context is the JDK engine's whatever the test runs on; :openssl refuses one
+  (server/run-server handler (merge {:ssl-provider (if (:ssl-context opts) :auto test-pki/*engine*)}
+                                    opts)))
+
 (defn- describe
   "The test handler: what the request says about its connection, as EDN."
   [req]
@@ -172,15 +185,15 @@
   "Runs `body` with `s` bound to a server of `describe` started with `opts` (TLS on a free
   port beside plaintext on another)."
   [[s opts] & body]
-  `(with-open [~s (server/run-server describe (merge {:port 0 :ssl-port 0 :join? false
-                                                       :event-loops 2}
-                                                      ~opts))]
+  `(with-open [~s (run-server describe (merge {:port 0 :ssl-port 0 :join? false
+                                                :event-loops 2}
+                                               ~opts))]
      ~@body))
 
 (defn- start-failure
   "The message of the IllegalArgumentException run-server throws for `opts`, or nil."
   [opts]
-  (try (server/stop (server/run-server describe (merge {:port 0 :ssl-port 0 :join? false} opts)))
+  (try (server/stop (run-server describe (merge {:port 0 :ssl-port 0 :join? false} opts)))
        nil
        (catch IllegalArgumentException e (ex-message e))))
 
@@ -232,8 +245,8 @@
               ;; an async handler runs on the event loop of its connection
               (swap! loops update (:scheme req) (fnil conj #{}) (.getName (Thread/currentThread)))
               (respond {:status 200 :body "ok"}))]
-      (with-open [s (server/run-server h {:port 0 :ssl-port 0 :join? false :async? true
-                                          :event-loops 3 :keystore (:p12 pki) :key-password pass})]
+      (with-open [s (run-server h {:port 0 :ssl-port 0 :join? false :async? true
+                                   :event-loops 3 :keystore (:p12 pki) :key-password pass})]
         (dotimes [_ 9]
           (is (= 200 (:status (https-get (server/ssl-port s) "/"))))
           (is (= 200 (:status (http-get (server/port s) "/")))))
@@ -241,8 +254,8 @@
         (is (= 3 (count (:http @loops))) (pr-str @loops))))))
 
 (deftest http-false-serves-tls-only
-  (with-open [s (server/run-server describe {:http? false :ssl-port 0 :join? false
-                                             :keystore (:p12 pki) :key-password pass})]
+  (with-open [s (run-server describe {:http? false :ssl-port 0 :join? false
+                                      :keystore (:p12 pki) :key-password pass})]
     (is (= (server/port s) (server/ssl-port s)) "one listener, the TLS one")
     (is (= 200 (:status (https-get (server/ssl-port s) "/"))))
     (let [{:keys [^bytes bytes closed?]} (raw-answer (server/port s)
@@ -251,7 +264,7 @@
       (is closed?)))
   (testing ":http? false without TLS serves nothing: refused"
     (is (re-find #"^donkey.server/run-server: :http\? false .*:ssl"
-                 (str (try (server/run-server describe {:port 0 :join? false :http? false})
+                 (str (try (run-server describe {:port 0 :join? false :http? false})
                            (catch IllegalArgumentException e (ex-message e))))))))
 
 (deftest an-http2-client-is-served-http-1-1
@@ -304,6 +317,43 @@
       (is (re-find #":client-auth :need needs a :truststore"
                    (str (start-failure {:keystore (:p12 pki) :key-password pass :client-auth :need})))))))
 
+;; ---- the engine -----------------------------------------------------------------------------
+
+(defn- own-ssl-context ^SSLContext []
+  (let [kmf (doto (KeyManagerFactory/getInstance "PKIX")
+              (.init (load-store (:jks pki) "JKS") (.toCharArray ^String pass)))]
+    (doto (SSLContext/getInstance "TLS") (.init (.getKeyManagers kmf) nil nil))))
+
+(deftest ssl-provider-chooses-the-tls-engine
+  (testing "the engine asked for serves, and ssl-provider says which"
+    (with-tls [s {:keystore (:p12 pki) :key-password pass}]
+      (is (= test-pki/*engine* (server/ssl-provider s)))
+      (is (= 200 (:status (https-get (server/ssl-port s) "/"))))))
+  (testing ":auto (the default) is OpenSSL when it is available, else the JDK's"
+    (with-tls [s {:keystore (:p12 pki) :key-password pass :ssl-provider :auto}]
+      (is (= (if (OpenSsl/isAvailable) :openssl :jdk) (server/ssl-provider s)))))
+  (testing "no TLS listener, no engine"
+    (with-open [s (run-server describe {:port 0 :join? false})]
+      (is (nil? (server/ssl-provider s)))))
+  (testing "an :ssl-context is the JDK's, so the JDK's engine serves it under :auto"
+    (with-tls [s {:ssl-context (own-ssl-context) :ssl-provider :auto}]
+      (is (= :jdk (server/ssl-provider s)))
+      (is (= 200 (:status (https-get (server/ssl-port s) "/"))))
+      (testing "and a reload to key files takes the listener's engine again"
+        (server/reload-ssl! s {:keystore (:p12 pki) :key-password pass})
+        (is (= (if (OpenSsl/isAvailable) :openssl :jdk) (server/ssl-provider s)))
+        (is (= 200 (:status (https-get (server/ssl-port s) "/")))))))
+  (testing "refused at start-up, naming the option"
+    (is (re-find #"^donkey.server/run-server: :ssl-provider must be one of :auto, :jdk, :openssl"
+                 (str (start-failure {:keystore (:p12 pki) :key-password pass
+                                      :ssl-provider :boringssl}))))
+    (is (re-find #"^donkey.server/run-server: :ssl-provider :openssl and :ssl-context"
+                 (str (start-failure {:ssl-context (own-ssl-context) :ssl-provider :openssl}))))
+    (when-not (OpenSsl/isAvailable)
+      (is (re-find #"^donkey.server/run-server: :ssl-provider :openssl .*netty-tcnative"
+                   (str (start-failure {:keystore (:p12 pki) :key-password pass
+                                        :ssl-provider :openssl})))))))
+
 ;; ---- protocols and cipher suites -----------------------------------------------------------
 
 (deftest tls-1-3-and-1-2-only
@@ -353,8 +403,10 @@
                        "TLS_RSA_WITH_AES_128_CBC_SHA" "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"]
                 :when (jdk suite)]
           (is (refused? port :protocols ["TLSv1.2"] :suites [suite]) suite))
-        (doseq [suite ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
-                       "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384"]
+        ;; BoringSSL has no finite-field DHE: its forward secrecy is ECDHE's alone
+        (doseq [suite (cond-> ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+                               "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"]
+                        (not (openssl?)) (conj "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384"))
                 :when (jdk suite)]
           (is (not (refused? port :protocols ["TLSv1.2"] :suites [suite])) suite))
         (with-open [sock (tls-socket port)]
@@ -368,17 +420,36 @@
         (is (= "TLSv1.2" (.getProtocol (.getSession sock)))))))
   (testing ":exclude-ciphers, by name and by regular expression"
     (with-tls [s {:keystore (:p12 pki) :key-password pass
-                  :exclude-ciphers ["TLS_AES_256_GCM_SHA384" ".*CHACHA20.*"]}]
+                  :exclude-ciphers ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" ".*ECDSA.*CHACHA20.*"]}]
       (let [port (server/ssl-port s)]
-        (is (refused? port :protocols ["TLSv1.3"] :suites ["TLS_AES_256_GCM_SHA384"]))
-        (is (refused? port :protocols ["TLSv1.3"] :suites ["TLS_CHACHA20_POLY1305_SHA256"]))
-        (is (not (refused? port :protocols ["TLSv1.3"] :suites ["TLS_AES_128_GCM_SHA256"]))))))
+        (is (refused? port :protocols ["TLSv1.2"] :suites ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]))
+        (is (refused? port :protocols ["TLSv1.2"]
+                      :suites ["TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"]))
+        (is (not (refused? port :protocols ["TLSv1.2"]
+                           :suites ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"]))))))
+  (testing ":exclude-ciphers of TLS 1.3 suites"
+    (if (openssl?)
+      (is (re-find #"^donkey.server/run-server: :exclude-ciphers TLS_AES_256_GCM_SHA384: .*:ssl-provider :jdk"
+                   (str (start-failure {:keystore (:p12 pki) :key-password pass
+                                        :exclude-ciphers ["TLS_AES_256_GCM_SHA384"]})))
+          "BoringSSL always offers every TLS 1.3 suite: refused rather than ignored")
+      (with-tls [s {:keystore (:p12 pki) :key-password pass
+                    :exclude-ciphers ["TLS_AES_256_GCM_SHA384" ".*CHACHA20.*"]}]
+        (let [port (server/ssl-port s)]
+          (is (refused? port :protocols ["TLSv1.3"] :suites ["TLS_AES_256_GCM_SHA384"]))
+          (is (refused? port :protocols ["TLSv1.3"] :suites ["TLS_CHACHA20_POLY1305_SHA256"]))
+          (is (not (refused? port :protocols ["TLSv1.3"] :suites ["TLS_AES_128_GCM_SHA256"])))))))
+  (testing "with TLS 1.3 excluded, its suites may be excluded on either engine"
+    (with-tls [s {:keystore (:p12 pki) :key-password pass :exclude-protocols ["TLSv1.3"]
+                  :exclude-ciphers ["TLS_AES_256_GCM_SHA384"]}]
+      (is (= 200 (:status (https-get (server/ssl-port s) "/"))))))
   (testing ":replace-exclude-ciphers? true starts from every suite the JDK enables"
     (with-tls [s {:keystore (:p12 pki) :key-password pass :replace-exclude-ciphers? true
                   :exclude-ciphers [".*_CBC_SHA$"]}]
       (let [port (server/ssl-port s)]
-        (is (not (refused? port :protocols ["TLSv1.2"]
-                           :suites ["TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"]))
+        ;; BoringSSL has CBC with SHA-1 MACs only, so it has nothing to serve here
+        (is (= (openssl?) (refused? port :protocols ["TLSv1.2"]
+                                    :suites ["TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"]))
             "a CBC suite donkey leaves out by default")
         (is (refused? port :protocols ["TLSv1.2"] :suites ["TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"])
             "but not what :exclude-ciphers names"))))
@@ -427,9 +498,9 @@
         silent! (fn [port n]
                   (vec (repeatedly n #(doto (Socket.)
                                         (.connect (InetSocketAddress. "127.0.0.1" (int port)) 5000)))))]
-    (with-open [s (server/run-server describe {:http? false :ssl-port 0 :join? false
-                                               :event-loops 2 :max-connections 4
-                                               :keystore (:p12 pki) :key-password pass})]
+    (with-open [s (run-server describe {:http? false :ssl-port 0 :join? false
+                                        :event-loops 2 :max-connections 4
+                                        :keystore (:p12 pki) :key-password pass})]
       (let [port (server/ssl-port s)
             held (silent! port 4)]
         (try
@@ -440,10 +511,10 @@
         (Thread/sleep 300)
         (is (not (refused? port)) "once the silent connections are closed, a TLS client is served")))
     (testing "silent connections leave their places when the handshake timeout closes them"
-      (with-open [s (server/run-server describe {:http? false :ssl-port 0 :join? false
-                                                 :event-loops 2 :max-connections 4
-                                                 :header-timeout 3000
-                                                 :keystore (:p12 pki) :key-password pass})]
+      (with-open [s (run-server describe {:http? false :ssl-port 0 :join? false
+                                          :event-loops 2 :max-connections 4
+                                          :header-timeout 3000
+                                          :keystore (:p12 pki) :key-password pass})]
         (let [port (server/ssl-port s)
               held (silent! port 4)]
           (try
@@ -562,7 +633,7 @@
         (testing "the plaintext listener never changed"
           (is (= 200 (:status (http-get (server/port s) "/")))))))
     (testing "a server without TLS cannot reload it"
-      (with-open [s (server/run-server describe {:port 0 :join? false})]
+      (with-open [s (run-server describe {:port 0 :join? false})]
         (is (nil? (server/ssl-port s)))
         (is (thrown-with-msg? IllegalStateException #"no TLS listener"
                               (server/reload-ssl! s {:ssl-cert two-crt :ssl-key two-key})))))))
@@ -612,8 +683,8 @@
                     "/stream" {:status 200 :body (java.io.ByteArrayInputStream. data)}
                     "/echo" {:status 200 :body (let [b (.readAllBytes ^InputStream (:body req))]
                                                  (str (count b) " " (hash (sha b))))}))]
-    (with-open [s (server/run-server handler {:port 0 :ssl-port 0 :join? false :event-loops 2
-                                              :keystore (:p12 pki) :key-password pass})]
+    (with-open [s (run-server handler {:port 0 :ssl-port 0 :join? false :event-loops 2
+                                       :keystore (:p12 pki) :key-password pass})]
       (let [^HttpClient c (-> (HttpClient/newBuilder) (.sslContext (client-context false))
                               (.version HttpClient$Version/HTTP_1_1) (.build))
             get-bytes (fn [path]

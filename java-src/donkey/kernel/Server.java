@@ -134,7 +134,7 @@ public final class Server extends AFn implements Closeable {
             + "give each listener a port of its own");
       }
       // read and checked here, before any thread is started
-      tls = TlsOptions.from(config, handshakeTimeoutMs(config));
+      tls = TlsOptions.from(config, config.sslProvider, handshakeTimeoutMs(config));
     } else if (!config.http) {
       throw new IllegalArgumentException(":http? false serves nothing without TLS: give "
           + ":ssl? true or an :ssl-port");
@@ -260,6 +260,19 @@ public final class Server extends AFn implements Closeable {
   }
 
   /**
+   * The TLS engine new TLS connections get, {@code :jdk} or {@code :openssl}, or null when the
+   * server has no TLS listener: the listener's engine ({@code :ssl-provider}), but the JDK's
+   * while an {@code :ssl-context} is served. Any thread.
+   */
+  public clojure.lang.Keyword tlsProvider() {
+    ServerConfig c = tlsConfig;
+    if (c == null) return null;
+    boolean openssl = c.sslContext == null
+        && TlsOptions.engine(config.sslProvider) == io.netty.handler.ssl.SslProvider.OPENSSL;
+    return clojure.lang.Keyword.intern(openssl ? "openssl" : "jdk");
+  }
+
+  /**
    * Has new TLS connections use the key material, trust and protocol settings of
    * {@code tls} (its TLS fields only; see {@link ServerConfig}); open connections keep what
    * they negotiated. {@code tls} is loaded and checked first, so a bad one leaves the server
@@ -271,7 +284,8 @@ public final class Server extends AFn implements Closeable {
   public void reloadTls(ServerConfig tls) {
     if (!config.ssl) throw new IllegalStateException("the server has no TLS listener");
     if (stopping.get()) throw new IllegalStateException("the server has stopped");
-    ServerSSLOptions options = TlsOptions.from(tls, handshakeTimeoutMs(config));
+    // the listener's engine is the start's: the reload's :ssl-provider is not read
+    ServerSSLOptions options = TlsOptions.from(tls, config.sslProvider, handshakeTimeoutMs(config));
     await(loops.get(0).updateTls(options), START_TIMEOUT_S * 1000);
     tlsConfig = tls;
   }

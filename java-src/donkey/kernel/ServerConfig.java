@@ -134,6 +134,11 @@ public final class ServerConfig {
   /** True: {@link #excludeProtocols} applies to TLSv1 to TLSv1.3, not donkey's two. */
   public boolean replaceExcludeProtocols;
   /**
+   * The TLS listener's engine: {@code :auto} (OpenSSL when netty-tcnative is on the classpath
+   * and loads, else the JDK's), {@code :jdk} or {@code :openssl}. Read at start-up only.
+   */
+  public Keyword sslProvider = Keyword.intern("auto");
+  /**
    * Seconds between checks of the TLS files ({@link #keystore}, {@link #sslCert},
    * {@link #sslKey}, {@link #truststore}); when they have changed they are reloaded. 0: never.
    */

@@ -175,7 +175,8 @@ final class ServerVerticle extends VerticleBase {
     }
     if (tls != null) {
       // the same HTTP settings, with h2 offered by ALPN when asked for (Vert.x turns ALPN on
-      // for a configuration whose versions include HTTP/2), over the JDK's engine
+      // for a configuration whose versions include HTTP/2), over the engine :ssl-provider
+      // chose (checked at start-up, so this cannot throw)
       HttpServerConfig tlsConfig = new HttpServerConfig(
           new HttpServerOptions(opts).setHttp2ClearTextEnabled(false));
       tlsConfig.setVersions(config.h2
@@ -184,7 +185,7 @@ final class ServerVerticle extends VerticleBase {
       https = handlers(vertx.httpServerBuilder()
           .with(tlsConfig)
           .with(tls)
-          .with(TlsContextFactory.ENGINE)
+          .with(TlsContextFactory.engine(TlsOptions.engine(config.sslProvider)))
           .build());
       listening.add(https.listen(VertxInternals.listenAddress(tlsPort, config.host)));
     }

@@ -7,6 +7,8 @@ import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslProvider;
 import io.netty.handler.ssl.SupportedCipherSuiteFilter;
 import io.vertx.core.net.JdkSSLEngineOptions;
+import io.vertx.core.net.OpenSSLEngineOptions;
+import io.vertx.core.net.SSLEngineOptions;
 import io.vertx.core.spi.tls.DefaultSslContextFactory;
 import io.vertx.core.spi.tls.SslContextFactory;
 import java.security.KeyStore;
@@ -20,19 +22,31 @@ import javax.net.ssl.SSLException;
 import javax.net.ssl.TrustManagerFactory;
 
 /**
- * Makes the server's TLS context: Vert.x's own JDK one, or for an {@code :ssl-context} that
- * context as it is, with the protocols, cipher suites (those it supports) and client
- * authentication of the options, as Jetty applies them to a context it is given. Also the
- * carrier ({@link FixedKeys}) that gets key managers, or an {@code :ssl-context}, through
- * Vert.x's options to it.
+ * Makes the server's TLS context: Vert.x's own one on the listener's engine (the JDK's or
+ * OpenSSL's), or for an {@code :ssl-context} that context as it is, on the JDK's engine
+ * whatever the listener's (an SSLContext is the JDK's engine itself), with the protocols,
+ * cipher suites (those it supports) and client authentication of the options, as Jetty applies
+ * them to a context it is given. Also the carrier ({@link FixedKeys}) that gets key managers,
+ * or an {@code :ssl-context}, through Vert.x's options to it.
  *
  * <p>Threading: one instance per context made, by one thread at a time: the caller's for
  * {@link TlsOptions}'s check, else whichever thread Vert.x builds a listener's context on.
  */
 final class TlsContextFactory implements SslContextFactory {
-  /** The engine of every TLS listener: the JDK's, able to serve a given SSLContext too. */
+  /** The JDK's engine, able to serve a given SSLContext too. */
   static final JdkSSLEngineOptions ENGINE = new Engine();
+  /**
+   * OpenSSL's (BoringSSL's, from netty-tcnative) engine, which serves a given SSLContext on the
+   * JDK's. Vert.x checks that OpenSSL is available when a listener is built with it.
+   */
+  static final OpenSSLEngineOptions OPENSSL_ENGINE = new OpenSslEngine();
 
+  /** The engine of {@code provider}: {@link SslProvider#JDK} or {@link SslProvider#OPENSSL}. */
+  static SSLEngineOptions engine(SslProvider provider) {
+    return provider == SslProvider.OPENSSL ? OPENSSL_ENGINE : ENGINE;
+  }
+
+  private final SslProvider provider;
   private ClientAuth clientAuth = ClientAuth.NONE;
   private Set<String> protocols;
   private Set<String> cipherSuites;
@@ -40,6 +54,11 @@ final class TlsContextFactory implements SslContextFactory {
   private TrustManagerFactory trust;
   private boolean useAlpn;
   private java.util.List<String> applicationProtocols;
+
+  /** A factory of contexts for {@code provider}'s engine, JDK or OPENSSL. */
+  TlsContextFactory(SslProvider provider) {
+    this.provider = provider;
+  }
 
   @Override
   public SslContextFactory useAlpn(boolean useAlpn) {
@@ -90,7 +109,10 @@ final class TlsContextFactory implements SslContextFactory {
           SupportedCipherSuiteFilter.INSTANCE, alpn(), clientAuth,
           protocols == null ? null : protocols.toArray(new String[0]), false);
     }
-    return new DefaultSslContextFactory(SslProvider.JDK, false)
+    // Vert.x's factory: for OpenSSL it converts the JDK suite names, keeps a session cache
+    // (as Vert.x's own OpenSSL engine does) and offers ALPN without a fatal alert, which
+    // OpenSSL cannot send: a client offering none of the protocols gets no ALPN answer
+    return new DefaultSslContextFactory(provider, provider == SslProvider.OPENSSL)
         .forServer(clientAuth)
         .enabledProtocols(protocols)
         .enabledCipherSuites(cipherSuites)
@@ -156,11 +178,24 @@ final class TlsContextFactory implements SslContextFactory {
   private static final class Engine extends JdkSSLEngineOptions {
     @Override
     public SslContextFactory sslContextFactory() {
-      return new TlsContextFactory();
+      return new TlsContextFactory(SslProvider.JDK);
     }
 
     @Override
     public JdkSSLEngineOptions copy() {
+      return this;
+    }
+  }
+
+  /** OpenSSL's engine, with the context factory that also serves an {@code :ssl-context}. */
+  private static final class OpenSslEngine extends OpenSSLEngineOptions {
+    @Override
+    public SslContextFactory sslContextFactory() {
+      return new TlsContextFactory(SslProvider.OPENSSL);
+    }
+
+    @Override
+    public OpenSSLEngineOptions copy() {
       return this;
     }
   }

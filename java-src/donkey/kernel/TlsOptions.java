@@ -2,6 +2,8 @@ package donkey.kernel;
 
 import clojure.lang.Keyword;
 import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.OpenSsl;
+import io.netty.handler.ssl.SslProvider;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.KeyCertOptions;
 import io.vertx.core.net.ServerSSLOptions;
@@ -43,17 +45,52 @@ final class TlsOptions {
   private static final Keyword NEED = Keyword.intern("need");
   private static final Keyword WANT = Keyword.intern("want");
   private static final Keyword NONE = Keyword.intern("none");
+  private static final Keyword AUTO = Keyword.intern("auto");
+  private static final Keyword JDK = Keyword.intern("jdk");
+  private static final Keyword OPENSSL = Keyword.intern("openssl");
 
   /** What Vert.x waits for a handshake when the header timeout does not say less, in ms. */
   private static final long HANDSHAKE_TIMEOUT_MS = 10_000;
 
   /**
-   * The TLS options {@code c} asks for, loaded and checked, with a handshake timeout of
-   * {@code handshakeMs} (0: Vert.x's 10 s).
+   * The TLS listener's engine for {@code :ssl-provider} {@code asked}: {@code :jdk}, or
+   * {@code :openssl} when netty-tcnative is on the classpath and loads, which {@code :auto}
+   * (or null) takes when it can. It is the listener's for its life: a reload changes the
+   * context, not the engine.
+   *
+   * @throws IllegalArgumentException for another value, or {@code :openssl} without OpenSSL
+   */
+  static SslProvider engine(Keyword asked) {
+    if (asked == null || asked == AUTO) {
+      return OpenSsl.isAvailable() ? SslProvider.OPENSSL : SslProvider.JDK;
+    }
+    if (asked == JDK) return SslProvider.JDK;
+    if (asked != OPENSSL) throw bad(":ssl-provider must be one of :auto, :jdk, :openssl, got " + asked);
+    if (!OpenSsl.isAvailable()) {
+      Throwable why = OpenSsl.unavailabilityCause();
+      throw bad(":ssl-provider :openssl needs OpenSSL, which is not available: put "
+          + "io.netty/netty-tcnative-boringssl-static (with the classifier of this platform) on "
+          + "the classpath" + (why == null ? "" : " (" + why + ")"), why);
+    }
+    return SslProvider.OPENSSL;
+  }
+
+  /**
+   * The TLS options {@code c} asks for, loaded and checked for the engine
+   * {@code :ssl-provider} {@code asked} gives (see {@link #engine}; at a reload, the start's),
+   * with a handshake timeout of {@code handshakeMs} (0: Vert.x's 10 s).
    *
    * @throws IllegalArgumentException naming the option at fault
    */
-  static ServerSSLOptions from(ServerConfig c, long handshakeMs) {
+  static ServerSSLOptions from(ServerConfig c, Keyword asked, long handshakeMs) {
+    SslProvider engine = engine(asked);
+    if (c.sslContext != null) {
+      if (asked == OPENSSL) {
+        throw bad(":ssl-provider :openssl and :ssl-context: an SSLContext is the JDK's engine; "
+            + "give :keystore or :ssl-cert/:ssl-key for OpenSSL, or :ssl-provider :auto");
+      }
+      engine = SslProvider.JDK;
+    }
     ClientAuth auth = clientAuth(c.clientAuth);
     ServerSSLOptions o = new ServerSSLOptions()
         .setClientAuth(auth == ClientAuth.REQUIRE ? io.vertx.core.http.ClientAuth.REQUIRED
@@ -86,13 +123,13 @@ final class TlsOptions {
             + "certificates are accepted");
       }
     }
-    List<String> suites = cipherSuites(c);
+    List<String> suites = cipherSuites(c, engine);
     for (String s : suites) o.addEnabledCipherSuite(s);
     o.setKeyCertOptions(new Keys(keys));
     if (trust != null) o.setTrustOptions(TrustOptions.wrap(trust));
     // make the context once now, so that what only the TLS engine can refuse fails here
     // rather than at the first handshake
-    TlsContextFactory f = new TlsContextFactory();
+    TlsContextFactory f = new TlsContextFactory(engine);
     f.forServer(auth);
     f.enabledProtocols(o.getEnabledSecureTransportProtocols());
     f.enabledCipherSuites(o.getEnabledCipherSuites());
@@ -141,8 +178,12 @@ final class TlsOptions {
    * {@code :exclude-ciphers} entry names or matches as a regular expression. The JDK's defaults
    * have no NULL, anonymous, export, RC4 or 3DES suite in the first place; the filter also
    * drops static-RSA key exchange (no forward secrecy) and CBC (padding-oracle history).
+   *
+   * <p>On OpenSSL, those of them BoringSSL has (it lacks finite-field DHE, and CBC with SHA-2
+   * MACs). BoringSSL enables every TLS 1.3 suite whatever it is told, so excluding one while
+   * TLS 1.3 is on is refused rather than ignored.
    */
-  static List<String> cipherSuites(ServerConfig c) {
+  static List<String> cipherSuites(ServerConfig c, SslProvider engine) {
     String[] jdk = c.sslContext != null
         ? c.sslContext.getDefaultSSLParameters().getCipherSuites() : Jdk.SUITES;
     List<Pattern> excluded = new ArrayList<>();
@@ -168,8 +209,27 @@ final class TlsOptions {
       if (!drop) out.add(s);
     }
     if (out.isEmpty()) throw bad(":exclude-ciphers leaves no cipher suite enabled");
+    if (engine != SslProvider.OPENSSL) return out;
+    if (protocols(c).contains("TLSv1.3")) {
+      for (String s : OPENSSL_TLS13) {
+        if (!out.contains(s)) {
+          throw bad(":exclude-ciphers " + s + ": the OpenSSL engine (BoringSSL) enables every "
+              + "TLS 1.3 suite and cannot exclude one; use :ssl-provider :jdk, or exclude "
+              + "TLSv1.3 too");
+        }
+      }
+    }
+    out.retainAll(OpenSsl.availableJavaCipherSuites());
+    if (out.isEmpty()) {
+      throw bad(":exclude-ciphers leaves no cipher suite the OpenSSL engine has; use "
+          + ":ssl-provider :jdk");
+    }
     return out;
   }
+
+  /** The TLS 1.3 suites BoringSSL always enables. */
+  private static final List<String> OPENSSL_TLS13 =
+      List.of("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256");
 
   /** Forward secrecy and authenticated encryption (see {@link #cipherSuites}). */
   static boolean strong(String suite) {
