@@ -339,6 +339,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
           : "Bad Request: invalid Content-Length");
       return;
     }
+    if (length == 0 && check.websocket) holdWebSocketInput();
     if (!route(cfg, length != 0)) return;
     if (length == 0) {
       dispatch(null);
@@ -348,6 +349,19 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     body = RequestBody.read(this, req, length, async,
         head.expect != null && req.version() == HttpVersion.HTTP_1_1
             && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
+  }
+
+  /**
+   * Event loop, while Vert.x delivers this request, which asks for a WebSocket and has no
+   * body: the bytes behind it are kept from the HTTP decoder ({@link InputHold}), for the
+   * WebSocket if its handler answers with a listener, else for the next request once this one
+   * is over.
+   */
+  private void holdWebSocketInput() {
+    HttpConnection c = req.connection();
+    if (req.method() != io.vertx.core.http.HttpMethod.GET || !VertxInternals.holdInput(c)) return;
+    io.vertx.core.http.Http1ServerConfig http1 = loop.http1;
+    atEnd(() -> VertxInternals.resumeHttp(c, http1));
   }
 
   /**

@@ -97,6 +97,8 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     readAt = activeAt = pingedAt = now;
     loop.webSockets.add(this);
     dispatch(listener.onOpen, null, 0);
+    // frames the client sent right behind its upgrade request, then what is read after them
+    VertxInternals.releaseInput(channel);
     channel.config().setAutoRead(true);
   }
 

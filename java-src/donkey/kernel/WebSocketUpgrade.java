@@ -151,6 +151,7 @@ final class WebSocketUpgrade {
     FullHttpRequest full = new DefaultFullHttpRequest(head.protocolVersion(), head.method(),
         head.uri(), Unpooled.EMPTY_BUFFER, head.headers(), EmptyHttpHeaders.INSTANCE);
     ChannelPromise shaken = ch.newPromise();
+    VertxInternals.beforeHandshake(ch);
     try {
       // replaces the HTTP decoder at once and the encoder once the 101 is written
       handshaker.handshake(ch, full, extra, shaken);
