@@ -302,6 +302,21 @@ final class ServerVerticle extends VerticleBase {
   }
 
   /**
+   * Event loop: queues {@code task} (a sync WebSocket's batch of callbacks) for the workers,
+   * which are woken once for everything this loop iteration queued, as {@link #handOff} does
+   * for requests.
+   *
+   * @throws java.util.concurrent.RejectedExecutionException when the pool has shut down
+   */
+  void handOffTask(Runnable task) {
+    workers.enqueue(task);
+    if (!handoffScheduled) {
+      handoffScheduled = true;
+      netty.execute(flushHandoff);
+    }
+  }
+
+  /**
    * Event loop: queues the iteration's batch and wakes a worker once it is all queued (woken
    * for the first request, a worker can take the core from the loop and find that one alone),
    * then, when the workers are platform threads and their recent tasks were short

@@ -83,7 +83,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     this.queue = queue;
     this.where = where;
     this.callbacks = workers == null ? null
-        : new WebSocketCallbacks(workers, () -> onLoop(this::resumeReading));
+        : new WebSocketCallbacks(workers, loop::handOffTask, () -> onLoop(this::resumeReading));
     ServerConfig cfg = loop.config;
     this.messages = new WebSocketMessages(ServerConfig.wsLimit(cfg.wsMaxTextSize),
         ServerConfig.wsLimit(cfg.wsMaxBinarySize));
