@@ -120,8 +120,9 @@ trap 'if [ -n "$CLIENT_PID" ]; then kill "$CLIENT_PID" 2>/dev/null || true; fi; 
 
 field_of() { { grep "^RESULT " "$2" 2>/dev/null || true; } | tail -n 1 | tr " " "\n" | sed -n "s/^$1=//p"; }
 
-# established_on_port: TCP connections the server has open on PORT
-established_on_port() { ss -tnH state established "( sport = :$PORT )" 2>/dev/null | wc -l; }
+# open_on_port: the server's TCP connections on PORT that its process still holds (any state
+# but the listener's and TIME-WAIT, which the kernel alone keeps)
+open_on_port() { ss -tanH "( sport = :$PORT )" 2>/dev/null | awk '$1 != "LISTEN" && $1 != "TIME-WAIT"' | wc -l; }
 
 # live_heap_kb PID: the bytes of live objects (KiB); the class histogram runs a full GC first
 live_heap_kb() {
@@ -164,10 +165,12 @@ echo_round() {  # echo_round ROUND VARIANT
 }
 
 # ---------------------------------------------------------------------- broadcast and memory
-wait_closed() {  # wait_closed: until the server has no connection open on PORT (30 s at most)
+# wait_closed: until the server has closed every connection on PORT (30 s at most), then 1 s
+# more for what its close handlers release
+wait_closed() {
   local i
-  for i in $(seq 1 300); do [ "$(established_on_port)" -eq 0 ] && return 0; sleep 0.1; done
-  log "WARNING: $(established_on_port) connections still open after 30 s"
+  for i in $(seq 1 300); do [ "$(open_on_port)" -eq 0 ] && { sleep 1; return 0; }; sleep 0.1; done
+  log "WARNING: $(open_on_port) connections still open after 30 s"
 }
 
 fanout_round() {  # fanout_round ROUND VARIANT
