@@ -10,8 +10,10 @@ import donkey.route.Route;
 import donkey.route.Router;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.Http1ServerConfig;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.HttpVersion;
@@ -359,8 +361,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    */
   private void holdWebSocketInput() {
     HttpConnection c = req.connection();
-    if (req.method() != io.vertx.core.http.HttpMethod.GET || !VertxInternals.holdInput(c)) return;
-    io.vertx.core.http.Http1ServerConfig http1 = loop.http1;
+    if (req.method() != HttpMethod.GET || !VertxInternals.holdInput(c)) return;
+    Http1ServerConfig http1 = loop.http1;
     atEnd(() -> VertxInternals.resumeHttp(c, http1));
   }
 
