@@ -16,11 +16,14 @@ run: deps
 	java -Dfile.encoding=UTF-8 -cp "$$(bash .ci/classpath)" clojure.main -m donkey.example
 
 # TechEmpower-style bench (bench/run.sh, then bench/latency.sh): one table of req/s and ratios
-# to raw Vert.x, then fixed-rate latencies (LAT_RUNS interleaved runs per server). About 25
-# minutes; RUNS=1 DURATION=2 WARMUP=1 LAT_RUNS=1 LAT_PRIME=1 for a smoke run. Fails when any
-# request failed.
+# to raw Vert.x, then fixed-rate latencies (LAT_RUNS interleaved runs per server); then the
+# WebSocket bench (bench/websocket.sh): echo messages/s, a broadcast to 10,000 sockets and
+# memory per idle socket, against raw Vert.x's WebSocket server. About 40 minutes;
+# RUNS=1 DURATION=2 WARMUP=1 LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke
+# run. Fails when any request or message failed.
 bench: deps
-	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; exit $$rc
+	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; \
+	  SKIP_BUILD=1 bash bench/websocket.sh || rc=1; exit $$rc
 
 # Soak (bench/soak.sh): SOAK_SECONDS (300) at SOAK_RATE (1000) req/s on 500 keep-alive
 # connections, mixing small, 1 MiB, failing (500) and upload requests; prints counts, errors by

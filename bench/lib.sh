@@ -1,4 +1,4 @@
-# Shared by bench/run.sh and bench/latency.sh (sourced, not run): settings, build, and
+# Shared by bench/run.sh, bench/latency.sh and bench/websocket.sh (sourced, not run): settings, build, and
 # starting/stopping one pinned server at a time. See run.sh for the environment variables.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -92,6 +92,8 @@ java_of() {  # the java binary a variant runs on
 main_of() {  # the main class and arguments of a variant
   case "$1" in
     raw-vertx) echo "donkey.bench.RawVertx $PORT" ;;
+    raw-vertx-ws) echo "donkey.bench.RawVertxWebSocket $PORT" ;;
+    donkey-ws-nb|donkey-ws-sync) echo "clojure.main -m donkey.bench.ws-app ${1#donkey-ws-} $PORT" ;;
     donkey-sync-j25) echo "clojure.main -m donkey.bench.app donkey-sync $PORT" ;;
     donkey-nb|donkey-sync|donkey-vt|jetty) echo "clojure.main -m donkey.bench.app $1 $PORT" ;;
     *) return 1 ;;

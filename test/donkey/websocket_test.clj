@@ -343,6 +343,65 @@
         (is (= "websocket" (str/lower-case (header-value head "upgrade"))))
         (.close socket)))))
 
+;; ---- bytes behind the upgrade request ----------------------------------------------------
+
+(defn- raw-send-all
+  "Opens a socket and writes `text` then `frames` (maps for `frame`) in one write, so that they
+  reach the server together; returns {:socket :in :out}, nothing read yet."
+  [^String text & frames]
+  (let [s (Socket. "127.0.0.1" (int u/*port*))
+        buf (ByteArrayOutputStream.)]
+    (.setSoTimeout s 5000)
+    (.setTcpNoDelay s true)
+    (.write buf (.getBytes text StandardCharsets/ISO_8859_1))
+    (doseq [f frames] (.write buf (frame f)))
+    (.write (.getOutputStream s) (.toByteArray buf))
+    {:socket s :in (DataInputStream. (.getInputStream s)) :out (.getOutputStream s)}))
+
+(deftest frames-sent-with-the-upgrade-request-are-delivered-in-order
+  (let [calls (atom [])
+        listener (fn [_] {:ring.websocket/listener (echo-listener calls)})]
+    (with-server {:routes [{:path "/sync" :handler listener}
+                           {:path "/async" :handler-mode :non-blocking
+                            :handler (fn [req respond _] (respond (listener req)))}]}
+      {}
+      (doseq [path ["/sync" "/async"]]
+        (testing path
+          (let [{:keys [^Socket socket] :as c}
+                (raw-send-all (handshake path {})
+                              {:opcode 1 :payload "one"} {:opcode 1 :payload "two"}
+                              {:opcode 1 :payload "three"})]
+            (is (str/starts-with? (read-head (:in c)) "HTTP/1.1 101"))
+            (is (= ["echo:one" "echo:two" "echo:three"]
+                   (for [_ (range 3) :let [f (read-frame c)]] (if (map? f) (text f) f))))
+            (write! c {:opcode 1 :payload "four"})
+            (is (= "echo:four" (let [f (read-frame c)] (if (map? f) (text f) f))))
+            (.close socket)))))))
+
+(deftest requests-behind-an-upgrade-answered-over-http-are-served
+  (with-server (fn [req]
+                 (if (= "/ws" (:uri req))
+                   {:ring.websocket/listener {}}
+                   {:status 200 :headers {"content-type" "text/plain"} :body (:uri req)}))
+    {}
+    (doseq [[what first-request status]
+            [["an upgrade request the handler answers over HTTP"
+              (handshake "/plain" {}) 200]
+             ["a refused handshake" (handshake "/ws" {"Sec-WebSocket-Version" "8"}) 426]]]
+      (testing what
+        (let [{:keys [^Socket socket ^DataInputStream in]}
+              (raw-send-all (str first-request "GET /next HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
+              body (fn [head] (let [b (byte-array (Long/parseLong (header-value head "content-length")))]
+                                (.readFully in b)
+                                (String. b StandardCharsets/UTF_8)))
+              h1 (read-head in)
+              _ (body h1)
+              h2 (read-head in)]
+          (is (str/starts-with? h1 (str "HTTP/1.1 " status)))
+          (is (str/starts-with? h2 "HTTP/1.1 200"))
+          (is (= "/next" (body h2)))
+          (.close socket))))))
+
 ;; ---- handshakes refused -------------------------------------------------------------------
 
 (deftest bad-handshakes-are-refused

@@ -92,6 +92,8 @@ final class Admission {
               : "Bad Request: invalid Content-Length");
       return;
     }
+    // (HTTP/2 has no upgrade: there the header makes the request malformed)
+    if (length == 0 && check.websocket && !x.h2) WebSocketUpgrade.holdInput(x);
     if (!route(x, cfg, head, length != 0)) return;
     if (length == 0) {
       x.dispatch(null);

@@ -38,6 +38,8 @@ final class HeadCheck {
   String transferEncoding;
   /** True when a Connection line lists {@code close}: the connection ends with this request. */
   boolean close;
+  /** True when an Upgrade line lists {@code websocket}. */
+  boolean websocket;
   /**
    * The request target and Host value this loop last found valid: the next request on a
    * connection usually repeats them, and an equal String is valid without a second scan.
@@ -55,6 +57,7 @@ final class HeadCheck {
     contentLength = null;
     transferEncoding = null;
     close = false;
+    websocket = false;
     status = 400;
     HttpMethod method = req.method();
     if (!isCommon(method)) {
@@ -89,6 +92,10 @@ final class HeadCheck {
           if (AsciiString.contentEqualsIgnoreCase(name, "connection")) {
             close |= listsClose(line.getValue());
           }
+        } else if (n == 7) {
+          if (AsciiString.contentEqualsIgnoreCase(name, "upgrade")) {
+            websocket |= lists(line.getValue(), "websocket");
+          }
         } else if (n == 14) {
           if (contentLength == null && AsciiString.contentEqualsIgnoreCase(name, "content-length")) {
             contentLength = line.getValue().toString();
@@ -108,6 +115,7 @@ final class HeadCheck {
         if (name.isEmpty()) return "Bad Request: a header line without a name";
         if (name.equalsIgnoreCase("host") && hosts++ == 0) host = line.getValue();
         if (name.equalsIgnoreCase("connection")) close |= listsClose(line.getValue());
+        if (name.equalsIgnoreCase("upgrade")) websocket |= lists(line.getValue(), "websocket");
         if (contentLength == null && name.equalsIgnoreCase("content-length")) {
           contentLength = line.getValue();
         }
@@ -174,7 +182,13 @@ final class HeadCheck {
 
   /** True when a Connection value (a comma-separated list of options) lists {@code close}. */
   static boolean listsClose(CharSequence v) {
+    return lists(v, "close");
+  }
+
+  /** True when a comma-separated list of tokens has {@code token}, in any case. */
+  static boolean lists(CharSequence v, String token) {
     int n = v.length();
+    int t = token.length();
     int i = 0;
     while (i < n) {
       while (i < n && (v.charAt(i) == ' ' || v.charAt(i) == '\t' || v.charAt(i) == ',')) i++;
@@ -182,7 +196,7 @@ final class HeadCheck {
       while (i < n && v.charAt(i) != ',') i++;
       int end = i;
       while (end > start && (v.charAt(end - 1) == ' ' || v.charAt(end - 1) == '\t')) end--;
-      if (end - start == 5 && AsciiString.regionMatches(v, true, start, "close", 0, 5)) {
+      if (end - start == t && AsciiString.regionMatches(v, true, start, token, 0, t)) {
         return true;
       }
     }

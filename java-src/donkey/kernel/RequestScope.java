@@ -114,7 +114,7 @@ public final class RequestScope {
   }
 
   /** Event loop: has {@code action} run once {@code e} is over; at once when it is already. */
-  private static void register(Exchange e, Runnable action) {
+  static void register(Exchange e, Runnable action) {
     if (e.over) {
       run(e, action);
       return;

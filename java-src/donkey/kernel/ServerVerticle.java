@@ -86,6 +86,12 @@ final class ServerVerticle extends VerticleBase {
       java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
   /** {@code :ws-allowed-origins} in lower case, or null for any origin. */
   final java.util.Set<String> wsOrigins;
+  /**
+   * The HTTP/1 decoder settings of this loop's servers, for a decoder that takes over again
+   * after a WebSocket request was answered over HTTP ({@link VertxInternals#resumeHttp}); set
+   * in start.
+   */
+  volatile io.vertx.core.http.Http1ServerConfig http1;
   private long wsSweeper = -1;
   /**
    * Sync exchanges dispatched during this loop iteration, handed to the workers together once
@@ -168,6 +174,7 @@ final class ServerVerticle extends VerticleBase {
         // and sits in each response's write path
         .setPerFrameWebSocketCompressionSupported(false)
         .setPerMessageWebSocketCompressionSupported(false);
+    http1 = opts.getHttp1Config();
     List<Future<?>> listening = new ArrayList<>(2);
     if (config.http) {
       http = handlers(vertx.createHttpServer(opts));
@@ -307,6 +314,21 @@ final class ServerVerticle extends VerticleBase {
    */
   void handOff(Exchange e) {
     handoff.add(e);
+    if (!handoffScheduled) {
+      handoffScheduled = true;
+      netty.execute(flushHandoff);
+    }
+  }
+
+  /**
+   * Event loop: queues {@code task} (a sync WebSocket's batch of callbacks) for the workers,
+   * which are woken once for everything this loop iteration queued, as {@link #handOff} does
+   * for requests.
+   *
+   * @throws java.util.concurrent.RejectedExecutionException when the pool has shut down
+   */
+  void handOffTask(Runnable task) {
+    workers.enqueue(task);
     if (!handoffScheduled) {
       handoffScheduled = true;
       netty.execute(flushHandoff);

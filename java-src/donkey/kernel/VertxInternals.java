@@ -15,15 +15,18 @@ import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.handler.codec.http.HttpRequestDecoder;
 import io.netty.handler.codec.http.websocketx.WebSocket13FrameEncoder;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.util.AttributeKey;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
+import io.vertx.core.http.Http1ServerConfig;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.impl.http1.Http1ServerConnection;
 import io.vertx.core.http.impl.http1.Http1ServerRequest;
+import io.vertx.core.http.impl.http1.VertxHttpRequestDecoder;
 import io.vertx.core.impl.transports.NioTransport;
 import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.net.SocketAddress;
@@ -98,6 +101,60 @@ final class VertxInternals {
   }
 
   /**
+   * Event loop, while Vert.x delivers a request that asks for a WebSocket and has no body (so
+   * the decoder has passed on all of it, up to its end, in the same read): puts an
+   * {@link InputHold} in the place of Vert.x's HTTP decoder, which hands it the bytes it has
+   * not decoded yet. False when {@code c} has no such decoder.
+   */
+  static boolean holdInput(HttpConnection c) {
+    ChannelPipeline p = pipeline(c);
+    if (p == null || p.get("httpDecoder") == null || p.get(InputHold.NAME) != null) return false;
+    // replace, not remove: the decoder passes what it holds to the handler that replaces it
+    p.replace("httpDecoder", InputHold.NAME, new InputHold());
+    return true;
+  }
+
+  /**
+   * Event loop, before Netty's handshaker answers {@code ch}'s upgrade: the handshaker puts its
+   * frame decoder in the HTTP decoder's place, so an {@link InputHold} gets an empty HTTP
+   * decoder behind it for that.
+   */
+  static void beforeHandshake(Channel ch) {
+    ChannelPipeline p = ch.pipeline();
+    if (p.get(InputHold.NAME) != null && p.get("httpDecoder") == null) {
+      p.addAfter(InputHold.NAME, "httpDecoder", new HttpRequestDecoder());
+    }
+  }
+
+  /**
+   * Event loop, once the request {@link #holdInput} held input for is over without becoming a
+   * WebSocket: a new HTTP decoder takes the hold's place and the bytes it kept, in a task of
+   * its own (the next request they hold must not start inside the end of this one), and
+   * reading resumes.
+   */
+  static void resumeHttp(HttpConnection c, Http1ServerConfig http1) {
+    ChannelPipeline p = pipeline(c);
+    if (p == null) return;
+    p.channel().eventLoop().execute(() -> {
+      InputHold hold = (InputHold) p.get(InputHold.NAME);
+      if (hold == null || hold.toWebSocket || !p.channel().isActive()) return;
+      // the empty decoder beforeHandshake added, when the handshake was refused after it
+      if (p.get("httpDecoder") != null) p.remove("httpDecoder");
+      p.replace(InputHold.NAME, "httpDecoder", new VertxHttpRequestDecoder(http1));
+      if (hold.pausedReading) p.channel().config().setAutoRead(true);
+    });
+  }
+
+  /**
+   * Event loop, as a WebSocket on {@code ch} starts reading: the bytes an {@link InputHold}
+   * kept, the client's first frames, go to the frame decoder ahead of any read after them.
+   */
+  static void releaseInput(Channel ch) {
+    ChannelPipeline p = ch.pipeline();
+    if (p.get(InputHold.NAME) != null) p.remove(InputHold.NAME);
+  }
+
+  /**
    * Event loop, once Netty's handshaker has answered {@code c}'s upgrade (its frame decoder in
    * place, named {@code "wsdecoder"}): makes the pipeline a WebSocket's. The frame encoder moves
    * before the decoder, where Netty's handshaker would put it after (in Vert.x's HTTP encoder's
@@ -105,10 +162,13 @@ final class VertxInternals {
    * handlers the kernel put in for HTTP ({@link #gateFlushes}, {@link #allowHalfClosure}) go,
    * and the end of the client's input closes the connection again, as a WebSocket without a
    * close frame ends. Then {@code frames} (in pipeline order) and {@code socket} take the place
-   * of Vert.x's HTTP handler.
+   * of Vert.x's HTTP handler. An {@link InputHold} stays ahead of the frame decoder until
+   * {@link #releaseInput}.
    */
   static void becomeWebSocket(HttpConnection c, ChannelHandler socket, ChannelHandler... frames) {
     ChannelPipeline p = pipeline(c);
+    InputHold hold = (InputHold) p.get(InputHold.NAME);
+    if (hold != null) hold.toWebSocket = true;
     p.remove("wsencoder");
     p.addBefore("wsdecoder", "wsencoder", new WebSocket13FrameEncoder(false));
     if (p.get("donkey-flush") != null) p.remove("donkey-flush");

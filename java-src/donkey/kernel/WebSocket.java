@@ -168,8 +168,9 @@ public final class WebSocket {
 
   private static WebSocketFrame dataFrame(Object message) {
     if (message instanceof CharSequence) {
-      return new TextWebSocketFrame(Unpooled.copiedBuffer((CharSequence) message,
-          StandardCharsets.UTF_8));
+      // String's own encoder (vectorized for ASCII), not a CharsetEncoder over a CharBuffer
+      return new TextWebSocketFrame(Unpooled.wrappedBuffer(
+          message.toString().getBytes(StandardCharsets.UTF_8)));
     }
     if (message instanceof ByteBuffer) {
       return new BinaryWebSocketFrame(Unpooled.copiedBuffer(((ByteBuffer) message).duplicate()));

@@ -15,7 +15,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * one read past those marks, whatever the client sends.
  *
  * <p>Threading: {@link #add} and {@link #resume} on the socket's event loop; the tasks on a
- * worker; {@code wake} on the worker that brought the backlog down.
+ * worker; {@code wake} on the worker that brought the backlog down. A batch started from the
+ * loop is queued without a wake-up of its own ({@code handOff}); one that a worker queues
+ * again, because more came while it ran, wakes a worker itself.
  */
 final class WebSocketCallbacks implements Runnable {
   /** Messages waiting past which the socket stops reading. */
@@ -26,6 +28,11 @@ final class WebSocketCallbacks implements Runnable {
   private static final int BATCH = 64;
 
   private final WorkerPool workers;
+  /**
+   * Event loop: queues this for the workers without waking one; the loop wakes one for all
+   * it queued in the same iteration ({@link ServerVerticle#handOffTask}).
+   */
+  private final java.util.function.Consumer<Runnable> handOff;
   /** Has the loop call {@link #resume}; runs at most once until that call. */
   private final Runnable wake;
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
@@ -37,8 +44,10 @@ final class WebSocketCallbacks implements Runnable {
   /** True while the socket's reading is paused for this backlog (written on the loop). */
   private volatile boolean paused;
 
-  WebSocketCallbacks(WorkerPool workers, Runnable wake) {
+  WebSocketCallbacks(WorkerPool workers, java.util.function.Consumer<Runnable> handOff,
+                     Runnable wake) {
     this.workers = workers;
+    this.handOff = handOff;
     this.wake = wake;
   }
 
@@ -66,7 +75,14 @@ final class WebSocketCallbacks implements Runnable {
       };
     }
     tasks.add(r);
-    if (scheduled.compareAndSet(false, true)) submit();
+    if (scheduled.compareAndSet(false, true)) {
+      // the messages of many sockets arrive in one read: one worker wake-up for all of them
+      try {
+        handOff.accept(this);
+      } catch (RejectedExecutionException e) {
+        run();
+      }
+    }
     return pause;
   }
 
@@ -93,6 +109,7 @@ final class WebSocketCallbacks implements Runnable {
     }
   }
 
+  /** A worker, more callbacks queued while it ran: another batch. */
   private void submit() {
     try {
       workers.execute(this);

@@ -83,7 +83,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     this.queue = queue;
     this.where = where;
     this.callbacks = workers == null ? null
-        : new WebSocketCallbacks(workers, () -> onLoop(this::resumeReading));
+        : new WebSocketCallbacks(workers, loop::handOffTask, () -> onLoop(this::resumeReading));
     ServerConfig cfg = loop.config;
     this.messages = new WebSocketMessages(ServerConfig.wsLimit(cfg.wsMaxTextSize),
         ServerConfig.wsLimit(cfg.wsMaxBinarySize));
@@ -97,6 +97,8 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     readAt = activeAt = pingedAt = now;
     loop.webSockets.add(this);
     dispatch(listener.onOpen, null, 0);
+    // frames the client sent right behind its upgrade request, then what is read after them
+    VertxInternals.releaseInput(channel);
     channel.config().setAutoRead(true);
   }
 

@@ -21,6 +21,7 @@ import io.netty.handler.codec.http.websocketx.extensions.WebSocketExtensionUtil;
 import io.netty.handler.codec.http.websocketx.extensions.WebSocketServerExtension;
 import io.netty.handler.codec.http.websocketx.extensions.compression.PerMessageDeflateServerExtensionHandshaker;
 import io.vertx.core.MultiMap;
+import io.vertx.core.http.Http1ServerConfig;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -152,6 +153,7 @@ final class WebSocketUpgrade {
     FullHttpRequest full = new DefaultFullHttpRequest(head.protocolVersion(), head.method(),
         head.uri(), Unpooled.EMPTY_BUFFER, head.headers(), EmptyHttpHeaders.INSTANCE);
     ChannelPromise shaken = ch.newPromise();
+    VertxInternals.beforeHandshake(ch);
     try {
       // replaces the HTTP decoder at once and the encoder once the 101 is written
       handshaker.handshake(ch, full, extra, shaken);
@@ -235,5 +237,17 @@ final class WebSocketUpgrade {
       if (e.getValue() != null) b.append('=').append(e.getValue());
     }
     return b.toString();
+  }
+
+  /**
+   * Event loop, while Vert.x delivers {@code x}, which asks for a WebSocket and has no body:
+   * the bytes behind it are kept from the HTTP decoder ({@link InputHold}), for the WebSocket if
+   * its handler answers with a listener, else for the next request once this one is over.
+   */
+  static void holdInput(Exchange x) {
+    HttpConnection c = x.connection();
+    if (x.request().method() != HttpMethod.GET || !VertxInternals.holdInput(c)) return;
+    Http1ServerConfig http1 = x.loop().http1;
+    RequestScope.register(x, () -> VertxInternals.resumeHttp(c, http1));
   }
 }

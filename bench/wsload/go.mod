@@ -1,0 +1,5 @@
+module donkey/wsload
+
+go 1.19
+
+require github.com/gorilla/websocket v1.5.3
