@@ -8,9 +8,10 @@
             [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures]]
+            [donkey.options]
             [donkey.server :as server]
             [donkey.test-pki :as test-pki :refer [load-store pass path]])
-  (:import (donkey.kernel Server)
+  (:import (donkey.kernel Server ServerConfig)
            (io.netty.handler.ssl OpenSsl)
            (java.io ByteArrayOutputStream File IOException InputStream OutputStream)
            (java.net InetSocketAddress Socket SocketTimeoutException URI)
@@ -703,3 +704,22 @@
                                              (.build))
                                        (HttpResponse$BodyHandlers/ofString))]
             (is (= (str (alength data) " " (hash (sha data))) (.body r)))))))))
+
+;; The JDK's PKIX key manager reads its entry from the key store on every call, which for a
+;; PKCS12 store decrypts the key (PBKDF2, milliseconds of CPU) in every handshake, on the
+;; event loop. The server's keys are read once.
+(deftest a-handshake-does-not-decrypt-the-key-again
+  (doseq [[what opts] [["PEM files" {:ssl-cert (first (:pem-one pki)) :ssl-key (second (:pem-one pki))}]
+                       ["a key store" {:keystore (:p12 pki) :key-password pass}]]]
+    (testing what
+      (let [cfg (doto (ServerConfig.) (donkey.options/configure! (assoc opts :ssl? true)))
+            m (doto (.getDeclaredMethod (Class/forName "donkey.kernel.KeyMaterial") "keyManagers"
+                                        (into-array Class [ServerConfig]))
+                (.setAccessible true))
+            ^KeyManagerFactory kmf (.invoke m nil (object-array [cfg]))
+            ^javax.net.ssl.X509ExtendedKeyManager km (first (.getKeyManagers kmf))
+            alias-of #(.chooseEngineServerAlias km "EC" nil nil)]
+        (is (some? (alias-of)))
+        (is (identical? (.getPrivateKey km (alias-of)) (.getPrivateKey km (alias-of)))
+            "the same key object, read once")
+        (is (= (seq (.getCertificateChain km (alias-of))) (seq (.getCertificateChain km (alias-of)))))))))

@@ -17,8 +17,10 @@ import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.TrustManagerFactory;
@@ -115,12 +117,21 @@ final class KeyMaterial {
       KeyManagerFactory kmf = KeyManagerFactory.getInstance("PKIX");
       kmf.init(store, MEMORY_PASSWORD);
       List<X509Certificate> leaves = new ArrayList<>();
+      // each key decrypted once, here, rather than by the PKIX manager in every handshake
+      Map<String, PrivateKey> keys = new HashMap<>();
+      Map<String, X509Certificate[]> chains = new HashMap<>();
       for (String a : Collections.list(store.aliases())) {
         leaves.add((X509Certificate) store.getCertificate(a));
+        keys.put(a, (PrivateKey) store.getKey(a, MEMORY_PASSWORD));
+        Certificate[] chain = store.getCertificateChain(a);
+        X509Certificate[] x509 = new X509Certificate[chain.length];
+        for (int i = 0; i < chain.length; i++) x509[i] = (X509Certificate) chain[i];
+        chains.put(a, x509);
       }
       for (KeyManager km : kmf.getKeyManagers()) {
         if (km instanceof X509ExtendedKeyManager) {
-          return new TlsContextFactory.FixedKeys(new SniKeyManager((X509ExtendedKeyManager) km, leaves), null);
+          return new TlsContextFactory.FixedKeys(
+              new SniKeyManager((X509ExtendedKeyManager) km, leaves, keys, chains), null);
         }
       }
       throw bad("the JDK's PKIX key manager is not an X509ExtendedKeyManager");

@@ -6,6 +6,7 @@ import java.security.PrivateKey;
 import java.security.cert.X509Certificate;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import javax.net.ssl.ExtendedSSLSession;
 import javax.net.ssl.SNIHostName;
 import javax.net.ssl.SNIServerName;
@@ -22,15 +23,38 @@ import javax.net.ssl.X509ExtendedKeyManager;
  * not match the server name asked for. This one declines such a certificate when one of
  * another type does match, so that the handshake asks for that type next.
  *
+ * <p>The keys and chains it serves were read from the key store once, at start-up or reload:
+ * the PKIX manager reads an entry from its key store on every call, and for the in-memory
+ * PKCS12 store that decrypts the key (PBKDF2) once per handshake, on the event loop.
+ *
  * <p>Threading: any thread (a handshake's); it holds nothing mutable.
  */
 final class SniKeyManager extends X509ExtendedKeyManager {
   private final X509ExtendedKeyManager pkix;
   private final List<X509Certificate> leaves;
+  /** Each key store alias's key and chain, read once. */
+  private final Map<String, PrivateKey> keys;
+  private final Map<String, X509Certificate[]> chains;
 
-  SniKeyManager(X509ExtendedKeyManager pkix, List<X509Certificate> leaves) {
+  SniKeyManager(X509ExtendedKeyManager pkix, List<X509Certificate> leaves,
+                Map<String, PrivateKey> keys, Map<String, X509Certificate[]> chains) {
     this.pkix = pkix;
     this.leaves = leaves;
+    this.keys = keys;
+    this.chains = chains;
+  }
+
+  /**
+   * The key store alias behind an alias of the PKIX manager, which names an entry
+   * {@code <serial>.<store>.<alias>}; null when it names none this manager read.
+   */
+  private String entry(String alias) {
+    if (alias == null) return null;
+    if (keys.containsKey(alias)) return alias;
+    int a = alias.indexOf('.');
+    int b = a < 0 ? -1 : alias.indexOf('.', a + 1);
+    String e = b < 0 ? null : alias.substring(b + 1);
+    return e != null && keys.containsKey(e) ? e : null;
   }
 
   @Override
@@ -39,7 +63,7 @@ final class SniKeyManager extends X509ExtendedKeyManager {
     if (alias == null || leaves.size() < 2) return alias;
     String name = serverName(engine.getHandshakeSession());
     if (name == null) return alias;
-    X509Certificate[] chain = pkix.getCertificateChain(alias);
+    X509Certificate[] chain = getCertificateChain(alias);
     if (chain == null || chain.length == 0 || names(chain[0], name)) return alias;
     for (X509Certificate leaf : leaves) {
       if (names(leaf, name)) return null;
@@ -69,12 +93,14 @@ final class SniKeyManager extends X509ExtendedKeyManager {
 
   @Override
   public X509Certificate[] getCertificateChain(String alias) {
-    return pkix.getCertificateChain(alias);
+    String e = entry(alias);
+    return e != null ? chains.get(e).clone() : pkix.getCertificateChain(alias);
   }
 
   @Override
   public PrivateKey getPrivateKey(String alias) {
-    return pkix.getPrivateKey(alias);
+    String e = entry(alias);
+    return e != null ? keys.get(e) : pkix.getPrivateKey(alias);
   }
 
   /** The host name the client asked for by SNI, or null. */
