@@ -27,7 +27,7 @@ SERVERS=${SERVERS:-donkey-sync donkey-async$([ "$COMPARE" = 1 ] && echo " raw-ve
 # h2spec's wait for each expected frame; its default of 2 s is short for a JVM sharing two
 # cores with other work, where a late frame then reads as a failure
 H2SPEC_TIMEOUT=${H2SPEC_TIMEOUT:-5}
-# bounds one h2spec run that hangs (146 cases; a run takes seconds when all is well)
+# bounds one h2spec run that hangs (145 cases; a run takes seconds when all is well)
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 H2SPEC_VERSION=2.2.1
 
