@@ -215,6 +215,29 @@
     :doc (str "seconds between checks of the TLS files (:keystore, :ssl-cert, :ssl-key, "
               ":truststore); when their contents change they are reloaded as by reload-ssl!; "
               "0 for never")}
+   ;; HTTP/2: the limits are announced in the connection's SETTINGS and enforced by Netty
+   {:key :h2? :to (field h2) :check :boolean
+    :doc (str "offer HTTP/2 by ALPN on the TLS listener (clients that do not ask for it keep "
+              "HTTP/1.1)")}
+   {:key :h2c? :to (field h2c) :check :boolean
+    :doc (str "serve cleartext HTTP/2 on the plaintext listener, to clients that start with "
+              "its preface (prior knowledge) or ask with Upgrade: h2c")}
+   {:key :h2-max-concurrent-streams :to (field h2MaxConcurrentStreams)
+    :check [:int 1 4294967295]
+    :doc "streams a client may have open at once on one HTTP/2 connection"}
+   {:key :h2-max-frame-size :to (field h2MaxFrameSize) :check [:int 16384 16777215]
+    :doc "largest HTTP/2 frame payload a client may send, in bytes"}
+   {:key :h2-initial-window-size :to (field h2InitialWindowSize) :check [:int 1 2147483647]
+    :doc (str "bytes of request body a client may send on one HTTP/2 stream before the "
+              "server asks for more (flow control)")}
+   {:key :h2-connection-window-size :to (field h2ConnectionWindowSize)
+    :check [:int 65535 2147483647]
+    :doc "the same for all of one HTTP/2 connection's streams together"}
+   {:key :h2-max-resets :to (field h2MaxResets) :check [:int 1 Integer/MAX_VALUE]
+    :doc (str "streams a client may reset within :h2-reset-window before its connection is "
+              "closed (rapid reset, CVE-2023-44487)")}
+   {:key :h2-reset-window :to (field h2ResetWindowS) :check [:int 1 3600]
+    :doc "seconds over which :h2-max-resets is counted"}
    ;; Jetty takes Long/MAX_VALUE for "no limit"; the kernel applies at most Integer/MAX_VALUE
    {:key :ws-max-frame-size :to (field wsMaxFrameSize) :check [:int 125 Long/MAX_VALUE]
     :doc "largest WebSocket frame payload a client may send, in bytes; larger closes with 1009"}
@@ -261,7 +284,6 @@
                   "logging library with its JUL bridge instead")]
     {:sni-host-check? [(str "donkey does not check the Host header against the SNI name; "
                             "false is accepted") #(not (true? %))]
-     :h2? ["donkey does not do HTTP/2 yet"] :h2c? ["donkey does not do HTTP/2 yet"]
      :websockets [ws]
      :unix-socket [listen] :address-finder [listen] :channel-factory [listen]
      :configurator ["there is no Jetty Server to configure"]

@@ -87,13 +87,14 @@
   :queue-size, :max-body, :max-line, :ring-async?, ...: the README has the whole mapping); two
   names of one setting with different values fail. Other unknown options are ignored, so an
   existing option map works as it is; options asking for something donkey does not do
-  (HTTP/2, a thread pool or Jetty configurator of yours, ...) are refused rather than
-  ignored.
+  (Unix domain sockets, a thread pool or Jetty configurator of yours, ...) are refused
+  rather than ignored.
 
   TLS: with :ssl? or :ssl-port, HTTPS is served on :ssl-port beside HTTP on :port (HTTPS only
   with :http? false), TLS 1.3 and 1.2 only, with forward-secret AEAD cipher suites; requests
   on it have :scheme :https, and :ssl-client-cert when the client presented a certificate.
-  `reload-ssl!` replaces the certificate of a running server.
+  `reload-ssl!` replaces the certificate of a running server. HTTP/2: :h2? offers it by ALPN
+  on the TLS listener, :h2c? serves it in cleartext; the same handlers serve its streams.
 
   Throws IllegalArgumentException for an invalid option (a TLS file that is missing, a wrong
   password, a key that does not match its certificate, ... included) and

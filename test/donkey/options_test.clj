@@ -231,7 +231,6 @@
 
 (deftest options-donkey-cannot-honour-are-refused
   (doseq [[opts what] [[{:sni-host-check? true} #"SNI name"]
-                       [{:h2? true} #"HTTP/2"] [{:h2c? true} #"HTTP/2"]
                        [{:unix-socket "/tmp/s"} #"Unix domain"] [{:address-finder (fn [])} #"Unix domain"]
                        [{:channel-factory (fn [_])} #"Unix domain"]
                        [{:configurator identity} #"Jetty Server"]

@@ -65,7 +65,9 @@
                        [{:port 0 :async? "yes"} #":async\?"]
                        [{:port 0 :ssl? true} #":ssl\? needs the server's key"]
                        [{:port 0 :http? false} #":http\? false serves nothing without TLS"]
-                       [{:port 0 :h2? true} #":h2\? is not supported"]
+                       [{:port 0 :h2? true} #":h2\? true offers HTTP/2 on the TLS listener"]
+                       [{:port 0 :h2c? true :ssl-port 0 :keystore "x" :http? false}
+                        #":h2c\? true serves HTTP/2 on the plaintext listener"]
                        [{:port 0 :host 1} #":host"]]]
       (let [e (try (server/run-server hello (assoc opts :join? false)) nil
                    (catch IllegalArgumentException e e))]

@@ -1,6 +1,7 @@
 package donkey.kernel;
 
 import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpVersion;
 import io.vertx.core.net.SocketAddress;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -48,6 +49,13 @@ final class ConnectionGuard {
     long idleSince = System.nanoTime();
     /** The request being served (HTTP/1.x serves one at a time per connection), or null. */
     Exchange current;
+    /**
+     * HTTP/2: the streams in progress, which the connection serves side by side ({@link
+     * #current} stays null); null on an HTTP/1.x connection.
+     */
+    ArrayList<Exchange> streams;
+    /** HTTP/2: Netty's view of the connection's streams (their state), or null. */
+    io.netty.handler.codec.http2.Http2Connection h2;
     /** The peer's address, formatted once, at accept (null when the socket has none). */
     String remoteAddress;
     /** The local address, taken at accept (null when the socket has none). */
@@ -110,7 +118,7 @@ final class ConnectionGuard {
    */
   State accept(HttpConnection c) {
     boolean ssl = c.isSsl();
-    boolean counted = ssl && VertxInternals.countedAtAccept(c);
+    boolean counted = VertxInternals.countedAtAccept(c);
     if (!counted && !count.admit()) {
       c.close();
       return null;
@@ -122,16 +130,31 @@ final class ConnectionGuard {
     s.ssl = ssl;
     s.countedAtAccept = counted;
     if (s.ssl) s.clientCert = VertxInternals.clientCertificate(c);
+    // the responses workers finish together leave in one write per connection
     outbox.batchFlushes(c, s);
-    VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
+    if (c.protocolVersion() == HttpVersion.HTTP_2) {
+      s.streams = new ArrayList<>();
+      s.h2 = VertxInternals.http2(c);
+    } else {
+      // (HTTP/2 ends its input with GOAWAY instead)
+      VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
+    }
     connections.put(c, s);
     c.closeHandler(v -> {
       s.closed = true;
       if (connections.remove(c) != null && !s.countedAtAccept) count.release();
       Exchange x = s.current;
       if (x != null) x.connectionClosed();
+      if (s.streams != null) {
+        for (Exchange e : s.streams.toArray(new Exchange[0])) e.connectionClosed();
+      }
     });
     return s;
+  }
+
+  /** Event loop: stream {@code x} of HTTP/2 connection {@code s} has started. */
+  static void streamStarted(State s, Exchange x) {
+    s.streams.add(x);
   }
 
   /**
@@ -192,6 +215,7 @@ final class ConnectionGuard {
   static void responseEnded(State s, Exchange e) {
     s.ended++;
     if (s.current == e) s.current = null;
+    if (s.streams != null) s.streams.remove(e);
     s.idleSince = UNSTAMPED;
     // (a pipelined request read before the client's end has started by now, see above)
     if (s.inputShut) closeIfDone(e.connection(), s);
@@ -205,19 +229,7 @@ final class ConnectionGuard {
    */
   void sweep() {
     if (connections.isEmpty()) return;
-    long headerLimit = config.headerTimeoutMs * 1_000_000L;
-    long requestLimit = config.requestTimeoutMs * 1_000_000L;
-    long asyncLimit = config.asyncTimeoutMs() * 1_000_000L;
-    long idleLimit = config.idleTimeoutMs * 1_000_000L;
-    // between requests both limits apply to the same wait: the shorter one wins; so they do
-    // for a body the kernel reads before its handler runs
-    long waitLimit = shorter(headerLimit, idleLimit);
-    long bodyLimit = shorter(config.bodyTimeoutMs * 1_000_000L, idleLimit);
-    long now = System.nanoTime();
-    List<HttpConnection> late = null;
-    List<HttpConnection> stuck = null;
-    List<Exchange> timedOut = null;
-    List<Exchange> bodyLate = null;
+    Sweep w = new Sweep(config);
     for (Map.Entry<HttpConnection, State> e : connections.entrySet()) {
       HttpConnection c = e.getKey();
       State s = e.getValue();
@@ -227,58 +239,107 @@ final class ConnectionGuard {
         s.watched = null;
         s.movedAt = 0;
         if (s.idleSince == UNSTAMPED) {
-          s.idleSince = now;
-        } else if (waitLimit > 0 && now - s.idleSince > waitLimit) {
-          if (late == null) late = new ArrayList<>();
-          late.add(c);
+          s.idleSince = w.now;
+        } else if (w.waitLimit > 0 && w.now - s.idleSince > w.waitLimit) {
+          w.late.add(c);
         }
+        continue;
+      }
+      long progress = VertxInternals.writeProgress(c);
+      if (s.streams != null) {
+        sweepStreams(w, c, s, pending, progress);
         continue;
       }
       // a request in progress (its body being read, its handler running, its response
       // being written), or an ended response whose bytes are still flushing
       Exchange x = s.started == s.ended ? null : s.current;
-      if (x != null && x.dispatchedAt == UNSTAMPED) x.dispatchedAt = now;
-      long quiet = quietFor(s, x, pending, VertxInternals.writeProgress(c), now);
+      if (x != null && x.dispatchedAt == UNSTAMPED) x.dispatchedAt = w.now;
+      long quiet = quietFor(s, x, x == null ? 0 : x.bytesMoved(), pending, progress, w.now);
       if (x != null && x.unanswered()) {
         // owed a response: never idle; its body or its handler has a limit of its own
-        if (x.awaitsBody()) {
-          // a body read before an async handler: the gaps between its bytes are bounded by
-          // the body timeout, its whole by the handler's, so a trickle cannot last forever
-          long since = x.bodySince(now);
-          if (bodyLimit > 0 && quiet > bodyLimit || asyncLimit > 0 && now - since > asyncLimit) {
-            if (bodyLate == null) bodyLate = new ArrayList<>();
-            bodyLate.add(x);
-          }
-        } else if (x.dispatchedAt == 0) {
-          // neither reading a body nor dispatched: only a kernel bug leaves a request so; it
-          // must not hold its connection
-          if (waitLimit > 0 && quiet > waitLimit) {
-            if (stuck == null) stuck = new ArrayList<>();
-            stuck.add(c);
-          }
-        } else {
-          long limit = x.async() ? asyncLimit : requestLimit;
-          if (limit > 0 && now - x.dispatchedAt > limit) {
-            if (timedOut == null) timedOut = new ArrayList<>();
-            timedOut.add(x);
-          }
-        }
-      } else if (idleLimit > 0 && quiet > idleLimit) {
-        if (stuck == null) stuck = new ArrayList<>();
-        stuck.add(c);
+        if (!w.owed(x, quiet)) w.stuck.add(c);
+      } else if (w.idleLimit > 0 && quiet > w.idleLimit) {
+        w.stuck.add(c);
       }
     }
-    if (late != null) {
-      for (HttpConnection c : late) c.close(); // nothing in flight: a graceful close is immediate
+    // nothing in flight on a late connection: a graceful close is immediate
+    for (HttpConnection c : w.late) c.close();
+    for (HttpConnection c : w.stuck) abort(c);
+    for (Exchange x : w.stuckStreams) x.abort();
+    for (Exchange x : w.timedOut) x.timedOut();
+    for (Exchange x : w.bodyLate) x.bodyTimedOut();
+  }
+
+  /**
+   * The checks of an HTTP/2 connection with streams in progress: each stream owed a response
+   * has its body and handler limits, as an HTTP/1.x request does; the connection is idle when
+   * nothing moved on any of its streams for {@code :idle-timeout} while none is owed one.
+   */
+  private static void sweepStreams(Sweep w, HttpConnection c, State s, long pending,
+                                   long progress) {
+    long moved = 0;
+    for (Exchange x : s.streams) {
+      moved += x.bytesMoved();
+      if (x.dispatchedAt == UNSTAMPED) x.dispatchedAt = w.now;
     }
-    if (stuck != null) {
-      for (HttpConnection c : stuck) abort(c);
+    long quiet = quietFor(s, null, moved, pending, progress, w.now);
+    boolean owed = false;
+    for (Exchange x : s.streams) {
+      if (x.unanswered()) {
+        owed = true;
+        if (!w.owed(x, quiet)) w.stuckStreams.add(x);
+      }
     }
-    if (timedOut != null) {
-      for (Exchange x : timedOut) x.timedOut();
+    if (!owed && w.idleLimit > 0 && quiet > w.idleLimit) w.stuck.add(c);
+  }
+
+  /** One sweep's limits (ns), its time, and what it found due. Event loop. */
+  private static final class Sweep {
+    final long now = System.nanoTime();
+    final long requestLimit;
+    final long asyncLimit;
+    final long idleLimit;
+    /** Between requests the header and idle limits apply to the same wait: the shorter wins. */
+    final long waitLimit;
+    /** So they do for a body the kernel reads before its handler runs. */
+    final long bodyLimit;
+    final List<HttpConnection> late = new ArrayList<>(0);
+    final List<HttpConnection> stuck = new ArrayList<>(0);
+    final List<Exchange> stuckStreams = new ArrayList<>(0);
+    final List<Exchange> timedOut = new ArrayList<>(0);
+    final List<Exchange> bodyLate = new ArrayList<>(0);
+
+    Sweep(ServerConfig config) {
+      requestLimit = config.requestTimeoutMs * 1_000_000L;
+      asyncLimit = config.asyncTimeoutMs() * 1_000_000L;
+      idleLimit = config.idleTimeoutMs * 1_000_000L;
+      waitLimit = shorter(config.headerTimeoutMs * 1_000_000L, idleLimit);
+      bodyLimit = shorter(config.bodyTimeoutMs * 1_000_000L, idleLimit);
     }
-    if (bodyLate != null) {
-      for (Exchange x : bodyLate) x.bodyTimedOut();
+
+    /**
+     * The limits of {@code x}, a request owed a response (never idle: its body or its handler
+     * has a limit of its own), nothing having moved on its connection for {@code quiet} ns.
+     * False when it is stuck: neither reading a body nor dispatched past the wait limit.
+     */
+    boolean owed(Exchange x, long quiet) {
+      if (x.awaitsBody()) {
+        // a body read before an async handler: the gaps between its bytes are bounded by
+        // the body timeout, its whole by the handler's, so a trickle cannot last forever
+        long since = x.bodySince(now);
+        if (bodyLimit > 0 && quiet > bodyLimit || asyncLimit > 0 && now - since > asyncLimit) {
+          bodyLate.add(x);
+        }
+        return true;
+      }
+      if (x.dispatchedAt == 0) {
+        // neither reading a body nor dispatched: only a kernel bug leaves a request so; it
+        // must not hold its connection
+        return !(waitLimit > 0 && quiet > waitLimit);
+      }
+      long limit = x.async() ? asyncLimit : requestLimit;
+      if (limit > 0 && now - x.dispatchedAt > limit) timedOut.add(x);
+      return true;
     }
   }
 
@@ -295,8 +356,8 @@ final class ConnectionGuard {
    * message being written (a file is one message, and Vert.x counts it as written when it
    * hands it over).
    */
-  private static long quietFor(State s, Exchange x, long pending, long progress, long now) {
-    long moved = x == null ? 0 : x.bytesMoved();
+  private static long quietFor(State s, Exchange x, long moved, long pending, long progress,
+                               long now) {
     if (s.movedAt == 0 || s.watched != x || s.moved != moved || s.pending != pending
         || s.progress != progress) {
       s.watched = x;
@@ -308,6 +369,7 @@ final class ConnectionGuard {
     }
     return now - s.movedAt;
   }
+
 
   /** Closes {@code c} at once, whatever it is doing ({@link VertxInternals#abort}). */
   static void abort(HttpConnection c) {

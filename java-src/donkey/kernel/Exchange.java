@@ -45,6 +45,14 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private final HttpServerResponse resp;
   /** The connection's state (loop-confined); null for a connection the guard does not track. */
   final ConnectionGuard.State connection;
+  /**
+   * True for a request on an HTTP/2 stream: what would end an HTTP/1.x connection (an answer
+   * to bad input, an abort) ends the stream instead, which the connection's other streams do
+   * not notice.
+   */
+  final boolean h2;
+  /** HTTP/2, loop-confined: true once the stream's end was counted on its connection. */
+  private boolean streamDone;
   /** 1 once the request has been answered (response, failure, timeout or error status). */
   private volatile int answered;
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
@@ -115,6 +123,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     this.req = req;
     this.resp = req.response();
     this.connection = connection;
+    this.h2 = req.version() == HttpVersion.HTTP_2;
   }
 
   ServerVerticle loop() {
@@ -188,6 +197,10 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       onLoop(() -> handle(null));
       return;
     }
+    if (h2) {
+      if (streamDone) return;
+      streamDone = true;
+    }
     if (connection != null) ConnectionGuard.responseEnded(connection, this);
     RequestBody b = body;
     if (b != null) b.discardRest();
@@ -201,6 +214,15 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    */
   void connectionClosed() {
     runAtEnd();
+  }
+
+  /**
+   * Event loop: this request's HTTP/2 stream has closed: after its response ended, or reset
+   * by either side before that, when its end is counted here. (Vert.x calls the response's
+   * close handler on the loop.)
+   */
+  private void streamClosed() {
+    if (!streamDone) handle(null);
   }
 
   /**
@@ -292,7 +314,15 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     ServerConfig cfg = loop.config;
     // watched by the idle check from here (its body may be read before dispatch); the request
     // timeout only counts from dispatch (dispatchedAt)
-    if (connection != null) connection.current = this;
+    if (connection != null) {
+      if (h2) {
+        ConnectionGuard.streamStarted(connection, this);
+        resp.closeHandler(v -> streamClosed());
+        hostFromAuthority();
+      } else {
+        connection.current = this;
+      }
+    }
     HeadCheck check = loop.headCheck;
     String bad;
     try {
@@ -327,12 +357,15 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     // with repeated headers joined.
     String cl = check.contentLength;
     String te = check.transferEncoding;
-    if (cl != null || te != null || cfg.router != null && cfg.router.needsMediaTypes()) {
+    // an HTTP/2 body needs no length: its stream's end delimits it (RFC 9113 8.1)
+    boolean unframed = h2 && cl == null && te == null && !streamEnded();
+    if (unframed || cl != null || te != null
+        || cfg.router != null && cfg.router.needsMediaTypes()) {
       head = RequestMap.scan(req.headers());
       cl = head.contentLength;
       te = head.transferEncoding;
     }
-    long length = RequestBody.length(cl, te);
+    long length = unframed ? RequestBody.CHUNKED : RequestBody.length(cl, te);
     if (length == RequestBody.REFUSED) {
       answered = 1;
       closeWith(400, te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
@@ -346,7 +379,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
     // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
     body = RequestBody.read(this, req, length, async,
-        head.expect != null && req.version() == HttpVersion.HTTP_1_1
+        head.expect != null && req.version() != HttpVersion.HTTP_1_0
             && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
   }
 
@@ -357,7 +390,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * closed once it has been sent.
    */
   void closeAfterResponse() {
-    if (closeAfter) return;
+    // (an HTTP/2 connection is the client's to end; a handler's Connection header is dropped)
+    if (closeAfter || h2) return;
     closeAfter = true;
     onLoop(() -> {
       if (connection != null) connection.closing = true;
@@ -576,7 +610,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
         async ? cfg.asyncTimeoutMs() : cfg.requestTimeoutMs,
         onTimeout != null ? "calling the :async-timeout-handler" : "answered 503");
     if (resp.headWritten()) {
-      ConnectionGuard.abort(req.connection());
+      abort();
     } else if (onTimeout != null) {
       TimeoutAnswer answer = new TimeoutAnswer(this);
       try {
@@ -627,7 +661,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     onLoop(() -> {
       if (resp.closed() || resp.ended()) return;
       if (resp.headWritten()) {
-        ConnectionGuard.abort(req.connection());
+        abort();
         return;
       }
       watchEnd();
@@ -645,16 +679,61 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * connection's requests).
    */
   void closeWith(int status, String message) {
-    if (connection != null) connection.closing = true;
+    if (connection != null && !h2) connection.closing = true;
     if (resp.closed() || resp.ended()) {
-      req.connection().close();
+      closeConnection();
       return;
     }
     watchEnd();
     String allow = resp.headers().get(HttpHeaders.ALLOW);
     ResponseWriter.clearHeaders(resp);
     if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
-    loop.answers.end(resp, status, message, true).onComplete(v -> req.connection().close());
+    loop.answers.end(resp, status, message, !h2).onComplete(v -> closeConnection());
+  }
+
+  /**
+   * Event loop: gives an HTTP/2 request without a Host field the one its {@code :authority}
+   * names, as a gateway to HTTP/1.1 would (RFC 9113 8.3.1): Ring handlers and middleware read
+   * the host from {@code :headers}. (Vert.x has checked that a Host sent beside an
+   * {@code :authority} names the same host and port.)
+   */
+  private void hostFromAuthority() {
+    io.vertx.core.net.HostAndPort a = req.authority();
+    if (a != null && !req.headers().contains(HttpHeaders.HOST)) {
+      req.headers().set(HttpHeaders.HOST, a.toString());
+    }
+  }
+
+  /** Event loop: whether the client has sent all of this HTTP/2 request. */
+  private boolean streamEnded() {
+    ConnectionGuard.State c = connection;
+    return c != null && c.h2 != null ? VertxInternals.remoteEnded(c.h2, (int) req.streamId())
+        : req.isEnded();
+  }
+
+  /**
+   * Any thread, after this request's last answer: an HTTP/1.x connection is closed once what
+   * was written has gone out; an HTTP/2 stream whose request is still arriving is reset with
+   * NO_ERROR, which asks the client to stop sending it (RFC 9113 8.1).
+   */
+  void closeConnection() {
+    if (!h2) {
+      req.connection().close();
+    } else if (!req.isEnded()) {
+      resp.reset(0);
+    }
+  }
+
+  /**
+   * Any thread: stops this request at once, what was sent of its response being lost: an
+   * HTTP/1.x connection is closed without flushing, an HTTP/2 stream reset (INTERNAL_ERROR).
+   */
+  void abort() {
+    if (h2) {
+      resp.reset(2);
+    } else {
+      ConnectionGuard.abort(req.connection());
+    }
   }
 
   /**

@@ -102,10 +102,14 @@ final class RequestBody {
     BodyBuffer b = new BodyBuffer(declared, limit);
     buffered = b;
     req.exceptionHandler(t -> {
-      // a broken body (bad chunk framing) or a vanished client: nothing to dispatch
+      // a broken body (bad chunk framing) or a vanished client: nothing to dispatch. An HTTP/2
+      // stream that fails is being reset (by its client, or with the protocol error's code):
+      // no answer can follow, and one would replace that code with NO_ERROR
       rejected = true;
       buffered = null;
-      if (exchange.claim()) exchange.closeWith(400, "Bad Request: malformed request body");
+      if (exchange.claim() && !exchange.h2) {
+        exchange.closeWith(400, "Bad Request: malformed request body");
+      }
     });
     req.handler(chunk -> {
       if (rejected) return;
@@ -143,11 +147,11 @@ final class RequestBody {
     req.exceptionHandler(t -> {
       // A broken body (bad chunk framing) or a vanished client ends the request. The answer is
       // claimed before the handler's reads fail, so whatever the handler answers to that
-      // failure is dropped instead of racing the connection's close.
+      // failure is dropped instead of racing the connection's close. (HTTP/2: see buffer.)
       boolean first = exchange.claim();
       in.fail(new IOException("the request body could not be read: "
           + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t));
-      if (first) exchange.closeWith(400, "Bad Request: malformed request body");
+      if (first && !exchange.h2) exchange.closeWith(400, "Bad Request: malformed request body");
     });
     req.handler(chunk -> {
       received += chunk.length();
@@ -160,7 +164,7 @@ final class RequestBody {
           if (first) {
             reject(413, "Payload Too Large");
           } else {
-            req.connection().close();
+            exchange.closeConnection();
           }
         }
         return;
@@ -179,6 +183,11 @@ final class RequestBody {
    */
   private void reject(int status, String message) {
     rejected = true;
+    if (exchange.h2) {
+      // the stream alone is reset after the answer: nothing to drain
+      exchange.closeWith(status, message);
+      return;
+    }
     long[] dropped = {0};
     req.handler(chunk -> {
       dropped[0] += chunk.length();

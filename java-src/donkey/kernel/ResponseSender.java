@@ -96,7 +96,7 @@ final class ResponseSender {
       HttpServerResponse resp = x.response();
       ResponseWriter.writeHead(resp, r, x.loop().answers.date(), x.loop().serverHeader);
       int framing = framing(x, resp.getStatusCode());
-      closeIfSaid(x, resp);
+      connectionHeaders(x, resp);
       Object b = r.valAt(ResponseMap.BODY);
       if (kind == ResponseMap.Kind.FILE) {
         ResponseWriter.sendFile(resp, (java.io.File) b, framing);
@@ -104,7 +104,7 @@ final class ResponseSender {
         boolean http10 = http10(x);
         if (framing == Framing.BODY && http10) closing(x); // delimited by the close
         ResponseChannel.open(resp, (StreamingBody) b, framing, http10, () -> closeGracefully(x),
-            () -> ConnectionGuard.abort(x.request().connection()));
+            x::abort);
       }
     } catch (Throwable t) {
       x.fail(t);
@@ -123,7 +123,7 @@ final class ResponseSender {
     Buffer b = ResponseWriter.writeFixed(resp, r, x.loop().answers.date(), x.loop().serverHeader,
         framing(x, status));
     ResponseWriter.status(resp, status);
-    closeIfSaid(x, resp);
+    connectionHeaders(x, resp);
     if (b == null) {
       resp.end();
     } else {
@@ -179,7 +179,7 @@ final class ResponseSender {
     if (closed(x)) return;
     try {
       ResponseWriter.status(x.response(), status);
-      closeIfSaid(x, x.response());
+      connectionHeaders(x, x.response());
       ResponseWriter.end(x.response(), body);
       x.endedOnLoop();
     } catch (Throwable t) {
@@ -203,7 +203,7 @@ final class ResponseSender {
     try {
       x.watchEnd();
       ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
-      closeIfSaid(x, resp);
+      connectionHeaders(x, resp);
       MultiMap h = resp.headers();
       long declared = Framing.declared(h);
       h.remove(HttpHeaders.CONTENT_LENGTH);
@@ -220,7 +220,7 @@ final class ResponseSender {
           LOG.log(Level.ERROR, "response body of " + x.where() + " failed after the head was"
               + " sent; closing the connection", t);
         }
-        ConnectionGuard.abort(x.request().connection());
+        x.abort();
       } else {
         x.fail(t);
       }
@@ -228,13 +228,26 @@ final class ResponseSender {
   }
 
   /**
-   * The thread that owns the response, before it ends: a handler's {@code Connection: close}
-   * makes this response the connection's last (RFC 9112 9.6).
+   * The thread that owns the response, before it ends: on HTTP/1.x a handler's
+   * {@code Connection: close} makes this response the connection's last (RFC 9112 9.6). HTTP/2
+   * has no connection-specific fields (RFC 9113 8.2.2: a client treats a response with one as
+   * malformed), so there a handler's Connection, Keep-Alive, Proxy-Connection,
+   * Transfer-Encoding and Upgrade lines are dropped.
    */
-  private static void closeIfSaid(Exchange x, HttpServerResponse resp) {
-    String c = resp.headers().get(HttpHeaders.CONNECTION);
+  private static void connectionHeaders(Exchange x, HttpServerResponse resp) {
+    MultiMap h = resp.headers();
+    if (x.h2) {
+      for (CharSequence name : HOP_BY_HOP) h.remove(name);
+      return;
+    }
+    String c = h.get(HttpHeaders.CONNECTION);
     if (c != null && HeadCheck.listsClose(c)) x.closeAfterResponse();
   }
+
+  /** The header fields HTTP/2 does not carry. */
+  private static final CharSequence[] HOP_BY_HOP = {HttpHeaders.CONNECTION,
+      HttpHeaders.KEEP_ALIVE, "proxy-connection", HttpHeaders.TRANSFER_ENCODING,
+      HttpHeaders.UPGRADE};
 
   /** How a response with {@code status} to this request is framed ({@link Framing#of}). */
   private static int framing(Exchange x, int status) {
@@ -252,11 +265,18 @@ final class ResponseSender {
    */
   private static void closing(Exchange x) {
     ConnectionGuard.State c = x.connection;
-    if (c != null) x.onLoop(() -> c.closing = true);
+    if (c != null && !x.h2) x.onLoop(() -> c.closing = true);
   }
 
-  /** Any thread: closes the connection once what was written has gone out. */
+  /**
+   * Any thread: closes the connection once what was written has gone out; on HTTP/2, where a
+   * response ends at its stream's end, one that needs this was cut short: its stream is reset.
+   */
   private static void closeGracefully(Exchange x) {
+    if (x.h2) {
+      x.abort();
+      return;
+    }
     closing(x);
     x.request().connection().close();
   }

@@ -118,6 +118,15 @@ public final class Server extends AFn implements Closeable {
     Route.linkForInlining(config.handler);
     Route.linkForInlining(config.notFound);
     Route.linkForInlining(config.errorHandler);
+    // asked for and not served would be a surprise: refused, as the options donkey lacks are
+    if (config.h2 && !config.ssl) {
+      throw new IllegalArgumentException(":h2? true offers HTTP/2 on the TLS listener, and "
+          + "there is none: give :ssl? true or an :ssl-port (or :h2c? true for cleartext)");
+    }
+    if (config.h2c && !config.http) {
+      throw new IllegalArgumentException(":h2c? true serves HTTP/2 on the plaintext listener, "
+          + "which :http? false turns off");
+    }
     ServerSSLOptions tls = null;
     if (config.ssl) {
       if (config.http && config.port != 0 && config.port == config.sslPort) {
@@ -143,8 +152,11 @@ public final class Server extends AFn implements Closeable {
         : Workers.platform(config.workerThreads, config.minThreads, config.threadIdleTimeoutMs,
             config.maxQueuedRequests);
     // a TLS connection counts toward :max-connections from its accept, which only the
-    // listening channel sees (Vert.x hands the connection over after its handshake)
-    VertxInternals.Listeners listeners = config.ssl ? new VertxInternals.Listeners() : null;
+    // listening channel sees (Vert.x hands the connection over after its handshake); so does
+    // a plaintext one with h2c on (handed over once its first bytes have been read)
+    boolean h2c = config.http && config.h2c;
+    VertxInternals.Listeners listeners = config.ssl || h2c ? new VertxInternals.Listeners()
+        : null;
     Vertx vertx;
     try {
       vertx = listeners == null ? Vertx.vertx(vertxOptions)
@@ -170,10 +182,20 @@ public final class Server extends AFn implements Closeable {
       }
       server.port = bound >= 0 ? bound : tlsBound;
       server.tlsPort = tlsBound;
-      if (listeners != null
-          && !VertxInternals.countAtAccept(listeners, tlsBound, server.connections)) {
+      // a connection not handed over within the wait for a request head is closed
+      long handOverMs = config.headerTimeoutMs <= 0 ? config.idleTimeoutMs
+          : config.idleTimeoutMs <= 0 ? config.headerTimeoutMs
+          : Math.min(config.headerTimeoutMs, config.idleTimeoutMs);
+      if (config.ssl && !VertxInternals.countAtAccept(listeners, tlsBound, server.connections,
+          handOverMs)) {
         System.getLogger("donkey").log(System.Logger.Level.WARNING, "donkey: TLS connections "
             + "count toward :max-connections only once their handshake is done: the TLS "
+            + "listener's channel was not found");
+      }
+      if (h2c && !VertxInternals.countAtAccept(listeners, bound, server.connections,
+          handOverMs)) {
+        System.getLogger("donkey").log(System.Logger.Level.WARNING, "donkey: h2c connections "
+            + "count toward :max-connections only once their first bytes are read: the "
             + "listener's channel was not found");
       }
       if (config.blockedWarningMs > 0) {

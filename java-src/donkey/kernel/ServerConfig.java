@@ -183,6 +183,25 @@ public final class ServerConfig {
    */
   public IFn wsListenerAdapter;
 
+  // ---- HTTP/2 ------------------------------------------------------------------------
+
+  /** Offer h2 by ALPN on the TLS listener (HTTP/1.1 stays for clients that do not ask). */
+  public boolean h2;
+  /** Serve h2c on the plaintext listener: prior knowledge, and the {@code Upgrade: h2c} path. */
+  public boolean h2c;
+  /** Streams a client may have open at once on one HTTP/2 connection (SETTINGS). */
+  public long h2MaxConcurrentStreams = 128;
+  /** The largest HTTP/2 frame payload the server accepts (SETTINGS_MAX_FRAME_SIZE). */
+  public int h2MaxFrameSize = 16384;
+  /** Each stream's flow-control window for request bodies (SETTINGS_INITIAL_WINDOW_SIZE). */
+  public int h2InitialWindowSize = 65535;
+  /** A connection's flow-control window for request bodies, all streams together. */
+  public int h2ConnectionWindowSize = 1024 * 1024;
+  /** Streams a client may reset in {@link #h2ResetWindowS} before its connection is closed. */
+  public int h2MaxResets = 200;
+  /** The window of {@link #h2MaxResets}, in seconds. */
+  public int h2ResetWindowS = 30;
+
   /** A WebSocket size limit as the kernel applies it: at most Integer.MAX_VALUE. */
   static int wsLimit(long limit) {
     return (int) Math.min(Integer.MAX_VALUE, limit);

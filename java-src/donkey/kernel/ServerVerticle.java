@@ -152,9 +152,14 @@ final class ServerVerticle extends VerticleBase {
         .setMaxInitialLineLength(config.maxInitialLineLength)
         .setMaxHeaderSize(config.maxHeaderSize)
         .setHandle100ContinueAutomatically(false)
-        // HTTP/1.x only: with h2c on, Vert.x sniffs a connection's first bytes before it sets
-        // up HTTP/1, so a silent connection would escape :max-connections and :header-timeout.
-        .setHttp2ClearTextEnabled(false)
+        // with h2c on, Vert.x sniffs a connection's first bytes before it hands it over, so
+        // such connections are counted and timed from their accept (Server, HandOverDeadline)
+        .setHttp2ClearTextEnabled(config.h2c)
+        .setInitialSettings(Http2Limits.settings(config))
+        .setHttp2ConnectionWindowSize(config.h2ConnectionWindowSize)
+        .setHttp2RstFloodMaxRstFramePerWindow(config.h2MaxResets)
+        .setHttp2RstFloodWindowDuration(config.h2ResetWindowS)
+        .setHttp2RstFloodWindowDurationTimeUnit(TimeUnit.SECONDS)
         // no Vert.x idle timeout: ConnectionGuard's sweep enforces :idle-timeout
         .setTcpNoDelay(true)
         // WebSockets are the kernel's (WebSocketUpgrade), which negotiates compression for an
@@ -169,9 +174,15 @@ final class ServerVerticle extends VerticleBase {
       listening.add(http.listen(VertxInternals.listenAddress(port, config.host)));
     }
     if (tls != null) {
-      // the same HTTP settings (HTTP/1.x only: no ALPN, so no h2), over the JDK's TLS engine
+      // the same HTTP settings, with h2 offered by ALPN when asked for (Vert.x turns ALPN on
+      // for a configuration whose versions include HTTP/2), over the JDK's engine
+      HttpServerConfig tlsConfig = new HttpServerConfig(
+          new HttpServerOptions(opts).setHttp2ClearTextEnabled(false));
+      tlsConfig.setVersions(config.h2
+          ? new HttpVersion[] {HttpVersion.HTTP_2, HttpVersion.HTTP_1_1, HttpVersion.HTTP_1_0}
+          : new HttpVersion[] {HttpVersion.HTTP_1_1, HttpVersion.HTTP_1_0});
       https = handlers(vertx.httpServerBuilder()
-          .with(new HttpServerConfig(opts))
+          .with(tlsConfig)
           .with(tls)
           .with(TlsContextFactory.ENGINE)
           .build());
@@ -192,7 +203,14 @@ final class ServerVerticle extends VerticleBase {
    * them all.
    */
   Future<Boolean> updateTls(ServerSSLOptions options) {
-    return https.updateSSLOptions(options, true);
+    // Vert.x adds the ALPN protocols to the options it starts with, not to later ones
+    return https.updateSSLOptions(alpn(options), true);
+  }
+
+  /** {@code options} with this server's ALPN protocols (h2 first) when :h2? is on. */
+  private ServerSSLOptions alpn(ServerSSLOptions options) {
+    return !config.h2 ? options : options.copy().setUseAlpn(true)
+        .setApplicationLayerProtocols(List.of("h2", "http/1.1", "http/1.0"));
   }
 
   /**
@@ -244,7 +262,7 @@ final class ServerVerticle extends VerticleBase {
       return;
     }
     HttpVersion v = r.version();
-    if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0) {
+    if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0 && v != HttpVersion.HTTP_2) {
       if (s != null) s.closing = true;
       if (VertxInternals.protocol(r).startsWith("HTTP/")) {
         answers.raw(r.connection(), 505, "HTTP Version Not Supported");

@@ -38,6 +38,20 @@ final class TlsContextFactory implements SslContextFactory {
   private Set<String> cipherSuites;
   private KeyManagerFactory keys;
   private TrustManagerFactory trust;
+  private boolean useAlpn;
+  private java.util.List<String> applicationProtocols;
+
+  @Override
+  public SslContextFactory useAlpn(boolean useAlpn) {
+    this.useAlpn = useAlpn;
+    return this;
+  }
+
+  @Override
+  public SslContextFactory applicationProtocols(java.util.List<String> applicationProtocols) {
+    this.applicationProtocols = applicationProtocols;
+    return this;
+  }
 
   @Override
   public SslContextFactory forServer(ClientAuth clientAuth) {
@@ -73,7 +87,7 @@ final class TlsContextFactory implements SslContextFactory {
   public SslContext create() throws SSLException {
     if (keys instanceof FixedKeys && ((FixedKeys) keys).context != null) {
       return new JdkSslContext(((FixedKeys) keys).context, false, cipherSuites,
-          SupportedCipherSuiteFilter.INSTANCE, ApplicationProtocolConfig.DISABLED, clientAuth,
+          SupportedCipherSuiteFilter.INSTANCE, alpn(), clientAuth,
           protocols == null ? null : protocols.toArray(new String[0]), false);
     }
     return new DefaultSslContextFactory(SslProvider.JDK, false)
@@ -82,7 +96,23 @@ final class TlsContextFactory implements SslContextFactory {
         .enabledCipherSuites(cipherSuites)
         .keyMananagerFactory(keys)
         .trustManagerFactory(trust)
+        .useAlpn(useAlpn)
+        .applicationProtocols(applicationProtocols)
         .create();
+  }
+
+  /**
+   * The ALPN protocols Vert.x asked for (h2 and HTTP/1.x with {@code :h2?}), chosen as Vert.x
+   * chooses for its own JDK contexts: a client that offers none of them gets a fatal alert.
+   */
+  private ApplicationProtocolConfig alpn() {
+    if (!useAlpn || applicationProtocols == null || applicationProtocols.isEmpty()) {
+      return ApplicationProtocolConfig.DISABLED;
+    }
+    return new ApplicationProtocolConfig(ApplicationProtocolConfig.Protocol.ALPN,
+        ApplicationProtocolConfig.SelectorFailureBehavior.FATAL_ALERT,
+        ApplicationProtocolConfig.SelectedListenerFailureBehavior.FATAL_ALERT,
+        applicationProtocols);
   }
 
   /**

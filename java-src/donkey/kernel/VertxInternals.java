@@ -37,7 +37,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * Every use the kernel makes of Vert.x's implementation classes ({@code impl} and
  * {@code internal} packages) and of a connection's Netty channel: the one file to look at when
- * Vert.x is upgraded. Each method says what it relies on.
+ * Vert.x is upgraded. Each method says what it relies on. It is longer than a class with one
+ * concern would be for that reason: splitting it would give an upgrade several files to check.
  *
  * <p>Threading: as each method says; most run on the connection's event loop.
  */
@@ -120,6 +121,29 @@ final class VertxInternals {
       p.addBefore(next, name, frames[i]);
       next = name;
     }
+  }
+
+  /**
+   * Event loop, at accept of an HTTP/2 connection: Netty's view of its streams, or null when
+   * {@code c} is not one the kernel knows of.
+   */
+  static io.netty.handler.codec.http2.Http2Connection http2(HttpConnection c) {
+    if (!(c instanceof ConnectionBase)) return null;
+    ChannelHandler h = ((ConnectionBase) c).channelHandlerContext().handler();
+    return h instanceof io.netty.handler.codec.http2.Http2ConnectionHandler
+        ? ((io.netty.handler.codec.http2.Http2ConnectionHandler) h).connection() : null;
+  }
+
+  /**
+   * Event loop, in a request handler: whether the client has sent all of stream
+   * {@code streamId} (its HEADERS or a DATA frame said END_STREAM). Vert.x runs the request
+   * handler before it marks a request that came in one HEADERS frame ended; Netty's stream
+   * state already says so. True for a stream Netty no longer has.
+   */
+  static boolean remoteEnded(io.netty.handler.codec.http2.Http2Connection h2, int streamId) {
+    io.netty.handler.codec.http2.Http2Stream st = h2.stream(streamId);
+    return st == null || st.state() == io.netty.handler.codec.http2.Http2Stream.State.CLOSED
+        || st.state() == io.netty.handler.codec.http2.Http2Stream.State.HALF_CLOSED_REMOTE;
   }
 
   /** {@code c}'s Netty pipeline, or null when it has none the kernel knows of. */
@@ -351,13 +375,14 @@ final class VertxInternals {
    * released when the connection's channel closes. False when {@code listeners} has no open
    * listener on that port (nothing is counted then).
    */
-  static boolean countAtAccept(Listeners listeners, int port, ConnectionCount count) {
+  static boolean countAtAccept(Listeners listeners, int port, ConnectionCount count,
+                               long handOverMs) {
     for (ServerChannel ch : listeners.channels) {
       if (ch.isActive() && ch.localAddress() instanceof InetSocketAddress
           && ((InetSocketAddress) ch.localAddress()).getPort() == port) {
         if (ch.pipeline().get(AcceptCount.class) == null) {
           // first, ahead of the bootstrap's acceptor that hands the connection to Vert.x
-          ch.pipeline().addFirst("donkey-accept-count", new AcceptCount(count));
+          ch.pipeline().addFirst("donkey-accept-count", new AcceptCount(count, handOverMs));
         }
         return true;
       }
@@ -370,7 +395,12 @@ final class VertxInternals {
    * ({@link #countAtAccept}); a connection accepted before the count was installed was not.
    */
   static boolean countedAtAccept(HttpConnection c) {
-    return c instanceof ConnectionBase && ((ConnectionBase) c).channel().hasAttr(COUNTED);
+    if (!(c instanceof ConnectionBase)) return false;
+    Channel ch = ((ConnectionBase) c).channel();
+    if (!ch.hasAttr(COUNTED)) return false;
+    HandOverDeadline d = ch.pipeline().get(HandOverDeadline.class);
+    if (d != null) ch.pipeline().remove(d);
+    return true;
   }
 
   /**
@@ -379,9 +409,11 @@ final class VertxInternals {
    */
   private static final class AcceptCount extends ChannelInboundHandlerAdapter {
     private final ConnectionCount count;
+    private final long handOverMs;
 
-    AcceptCount(ConnectionCount count) {
+    AcceptCount(ConnectionCount count, long handOverMs) {
       this.count = count;
+      this.handOverMs = handOverMs;
     }
 
     @Override
@@ -396,8 +428,38 @@ final class VertxInternals {
         }
         child.attr(COUNTED).set(Boolean.TRUE);
         child.closeFuture().addListener(closed -> count.release());
+        if (handOverMs > 0) child.pipeline().addFirst(new HandOverDeadline(handOverMs));
       }
       ctx.fireChannelRead(msg);
+    }
+  }
+
+  /**
+   * On an accepted connection until Vert.x hands it over ({@link #countedAtAccept} takes it
+   * out): closes the connection when that takes longer than its time. Vert.x hands a TLS
+   * connection over after its handshake, and with h2c on a plaintext one only once its first
+   * bytes say HTTP/2 or a first HTTP/1.x request head is complete; until then the connection
+   * guard's timeouts do not see it. Event loop of the connection.
+   */
+  private static final class HandOverDeadline extends ChannelInboundHandlerAdapter {
+    private final long ms;
+    private io.netty.util.concurrent.ScheduledFuture<?> timer;
+
+    HandOverDeadline(long ms) {
+      this.ms = ms;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+      // (called once the channel is registered with its event loop)
+      timer = ctx.executor().schedule(() -> {
+        ctx.channel().close();
+      }, ms, java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+      if (timer != null) timer.cancel(false);
     }
   }
 }
