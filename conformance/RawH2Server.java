@@ -1,5 +1,6 @@
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.Http2Settings;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
@@ -13,7 +14,7 @@ import java.util.List;
  * or the request's body back) on Vert.x used directly, h2c on one listener and h2 over TLS on
  * another, so that a case donkey fails can be told apart from one Vert.x and Netty fail
  * themselves. TLS as donkey's kernel sets it up: the JDK's engine, TLS 1.3 and 1.2, ALPN
- * offering h2 then http/1.1. Run from source, no build step:
+ * offering h2 then http/1.1; HTTP/2 settings as donkey's defaults. Run from source, no build step:
  * {@code java -cp CLASSPATH conformance/RawH2Server.java CERT.pem KEY.pem}.
  */
 public final class RawH2Server {
@@ -37,15 +38,26 @@ public final class RawH2Server {
 
   public static void main(String[] args) {
     Vertx vertx = Vertx.vertx();
+    // donkey's HTTP/2 defaults (ServerConfig, Http2Limits)
     HttpServerOptions plain = new HttpServerOptions().setHost("127.0.0.1").setPort(0)
-        .setHttp2ClearTextEnabled(true);
+        .setMaxInitialLineLength(8192)
+        .setMaxHeaderSize(16384)
+        .setHttp2ClearTextEnabled(true)
+        .setInitialSettings(new Http2Settings()
+            .setMaxConcurrentStreams(128)
+            .setMaxFrameSize(16384)
+            .setInitialWindowSize(65535)
+            .setMaxHeaderListSize(16384)
+            .setHeaderTableSize(Http2Settings.DEFAULT_HEADER_TABLE_SIZE)
+            .setPushEnabled(false))
+        .setHttp2ConnectionWindowSize(1024 * 1024);
     HttpServerOptions tls = new HttpServerOptions(plain).setHttp2ClearTextEnabled(false)
         .setSsl(true)
         .setSslEngineOptions(new JdkSSLEngineOptions())
         .setKeyCertOptions(new PemKeyCertOptions().setCertPath(args[0]).setKeyPath(args[1]))
         .setEnabledSecureTransportProtocols(new LinkedHashSet<>(List.of("TLSv1.3", "TLSv1.2")))
         .setUseAlpn(true)
-        .setAlpnVersions(List.of(HttpVersion.HTTP_2, HttpVersion.HTTP_1_1));
+        .setAlpnVersions(List.of(HttpVersion.HTTP_2, HttpVersion.HTTP_1_1, HttpVersion.HTTP_1_0));
     int h2c = vertx.createHttpServer(plain).requestHandler(RawH2Server::handle).listen().await()
         .actualPort();
     int h2 = vertx.createHttpServer(tls).requestHandler(RawH2Server::handle).listen().await()

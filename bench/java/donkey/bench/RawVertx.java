@@ -7,6 +7,7 @@ import io.vertx.core.VertxOptions;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.Http2Settings;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
@@ -122,7 +123,9 @@ public final class RawVertx {
         .setEnabledSecureTransportProtocols(new LinkedHashSet<>(List.of("TLSv1.3", "TLSv1.2")))
         .setSni(false)
         .setUseAlpn(h2);
-    if (h2) o.setAlpnVersions(List.of(HttpVersion.HTTP_2, HttpVersion.HTTP_1_1));
+    if (h2) {
+      o.setAlpnVersions(List.of(HttpVersion.HTTP_2, HttpVersion.HTTP_1_1, HttpVersion.HTTP_1_0));
+    }
     SSLContext jdk = SSLContext.getInstance("TLS");
     jdk.init(null, null, null);
     for (String suite : jdk.getDefaultSSLParameters().getCipherSuites()) {
@@ -139,10 +142,25 @@ public final class RawVertx {
     return ephemeral && aead;
   }
 
+  /**
+   * The plain listener's options; with HTTP/2, donkey's defaults for it (ServerConfig,
+   * Http2Limits): 128 streams, 16 KiB frames, the protocol's 64 KiB stream window and 4 KiB
+   * HPACK table, a 1 MiB connection window, no push, the head limits as the header list size.
+   * h2c off unless asked for, as in donkey.
+   */
   private static HttpServerOptions plain(int port) {
-    // h2c off unless asked for, as in donkey, where it is off by default
     return new HttpServerOptions().setPort(port).setHost("127.0.0.1").setTcpNoDelay(true)
-        .setHttp2ClearTextEnabled(Boolean.getBoolean("donkey.bench.h2c"));
+        .setMaxInitialLineLength(8192)
+        .setMaxHeaderSize(16384)
+        .setHttp2ClearTextEnabled(Boolean.getBoolean("donkey.bench.h2c"))
+        .setInitialSettings(new Http2Settings()
+            .setMaxConcurrentStreams(128)
+            .setMaxFrameSize(16384)
+            .setInitialWindowSize(65535)
+            .setMaxHeaderListSize(16384)
+            .setHeaderTableSize(Http2Settings.DEFAULT_HEADER_TABLE_SIZE)
+            .setPushEnabled(false))
+        .setHttp2ConnectionWindowSize(1024 * 1024);
   }
 
   public static void main(String[] args) throws Exception {
