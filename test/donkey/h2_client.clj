@@ -90,12 +90,13 @@
 
 (defn connect
   "A socket to 127.0.0.1:`port` that has sent the preface and an empty SETTINGS (plus
-  `params`): {:socket :out :in :enc :dec}. Reads time out after 5 s."
+  `params`): {:socket :out :in :enc :dec}. Reads time out after `timeout-ms` (5 s)."
   ([port] (connect port {}))
-  ([port params]
+  ([port params] (connect port params 5000))
+  ([port params timeout-ms]
    (let [s (Socket.)]
      (.connect s (InetSocketAddress. "127.0.0.1" (int port)) 5000)
-     (.setSoTimeout s 5000)
+     (.setSoTimeout s (int timeout-ms))
      (let [out (.getOutputStream s)]
        (.write out ^bytes preface)
        (.write out (settings params))

@@ -265,9 +265,9 @@ final class ConnectionGuard {
     // nothing in flight on a late connection: a graceful close is immediate
     for (HttpConnection c : w.late) c.close();
     for (HttpConnection c : w.stuck) abort(c);
-    for (Exchange x : w.stuckStreams) x.abort();
+    for (Exchange x : w.stuckStreams) ErrorAnswers.abort(x);
     for (Exchange x : w.timedOut) x.timedOut();
-    for (Exchange x : w.bodyLate) x.bodyTimedOut();
+    for (RequestBody b : w.bodyLate) b.timedOut();
   }
 
   /**
@@ -307,7 +307,7 @@ final class ConnectionGuard {
     final List<HttpConnection> stuck = new ArrayList<>(0);
     final List<Exchange> stuckStreams = new ArrayList<>(0);
     final List<Exchange> timedOut = new ArrayList<>(0);
-    final List<Exchange> bodyLate = new ArrayList<>(0);
+    final List<RequestBody> bodyLate = new ArrayList<>(0);
 
     Sweep(ServerConfig config) {
       requestLimit = config.requestTimeoutMs * 1_000_000L;
@@ -323,12 +323,13 @@ final class ConnectionGuard {
      * False when it is stuck: neither reading a body nor dispatched past the wait limit.
      */
     boolean owed(Exchange x, long quiet) {
-      if (x.awaitsBody()) {
+      RequestBody b = x.body;
+      if (b != null && b.awaited()) {
         // a body read before an async handler: the gaps between its bytes are bounded by
         // the body timeout, its whole by the handler's, so a trickle cannot last forever
-        long since = x.bodySince(now);
+        long since = b.since(now);
         if (bodyLimit > 0 && quiet > bodyLimit || asyncLimit > 0 && now - since > asyncLimit) {
-          bodyLate.add(x);
+          bodyLate.add(b);
         }
         return true;
       }

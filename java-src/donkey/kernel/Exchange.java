@@ -5,9 +5,7 @@ import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import donkey.ring.RequestMap;
 import donkey.ring.ResponseMap;
-import donkey.ring.ResponseWriter;
 import donkey.route.Route;
-import donkey.route.Router;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpConnection;
@@ -22,12 +20,15 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
- * One request from arrival to the end of its response, as a small state machine: its head is
- * checked ({@link HeadCheck}) and routed, its body read ({@link RequestBody}), its Ring request
- * built and its handler run in the handler's mode, and it is answered exactly once: by the
- * handler's response ({@link ResponseSender}), by its failure, by a timeout, or by the kernel's
- * own answer to bad input ({@link PlainAnswers}); the connection's bookkeeping then runs when
- * the response ends.
+ * One request from arrival to the end of its response, as a small state machine: admitted
+ * ({@link Admission}: its head checked, routed, its body read), its Ring request built and its
+ * handler run in the handler's mode, and it is answered exactly once: by the handler's
+ * response ({@link ResponseSender}), by its failure or the kernel's own answer to bad input
+ * ({@link ErrorAnswers}), or by a timeout ({@link TimeoutAnswer}); the connection's
+ * bookkeeping then runs when the response ends ({@link RequestScope}'s actions with it).
+ *
+ * <p>Past 400 lines because the sync, async and timeout paths all turn on the answered-once
+ * fields here; what does not is in the classes above.
  *
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
  * worker pool; an async handler runs on the event loop and its {@code respond}/{@code raise}
@@ -38,7 +39,6 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  */
 final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
-  private static final String ERROR_500 = "Internal Server Error";
 
   private final ServerVerticle loop;
   private final HttpServerRequest req;
@@ -52,29 +52,31 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    */
   final boolean h2;
   /** HTTP/2, loop-confined: true once the stream's end was counted on its connection. */
-  private boolean streamDone;
+  boolean streamDone;
   /** 1 once the request has been answered (response, failure, timeout or error status). */
   private volatile int answered;
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
       AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
+  /** The Ring request, built at dispatch; null before. */
   private IPersistentMap request;
+  // set by Admission on the loop, before dispatch
   /**
    * The request's headers, scanned once: here when the kernel needs one of them (a body's
    * framing, media-type routing), else null and left to the request map.
    */
-  private RequestMap.Head head;
+  RequestMap.Head head;
   /** The handler this request runs: the server's, or the matched route's. */
-  private IFn handler;
-  private boolean async;
-  private IPersistentMap pathParams;
+  IFn handler;
+  boolean async;
+  IPersistentMap pathParams;
   /** The matched route, or null without a route table. */
-  private Route route;
+  Route route;
   /** The request's body, or null when it has none. */
-  private RequestBody body;
+  RequestBody body;
   /** Run once when this request is over ({@link RequestScope}); loop-confined, null if none. */
-  private ArrayList<Runnable> atEnd;
+  ArrayList<Runnable> atEnd;
   /** Set when the {@link #atEnd} actions run: the request is over. Loop-confined. */
-  private boolean over;
+  boolean over;
   /**
    * When the handler was started (System.nanoTime()), for {@code :request-timeout}; 0 before
    * dispatch. A non-blocking handler's request holds {@link ConnectionGuard#UNSTAMPED} until
@@ -107,13 +109,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private final class Raise extends AFn {
     @Override
     public Object invoke(Object error) {
-      Throwable t = error instanceof Throwable ? (Throwable) error
-          : new IllegalArgumentException("raise called with " + error);
-      if (ANSWERED.compareAndSet(Exchange.this, 0, 1)) {
-        fail(t);
-      } else {
-        late(null, t);
-      }
+      raise(error instanceof Throwable ? (Throwable) error
+          : new IllegalArgumentException("raise called with " + error));
       return null;
     }
   }
@@ -156,6 +153,11 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   /** True while the handler has not answered. */
   boolean unanswered() {
     return answered == 0;
+  }
+
+  /** The Ring request, or null before dispatch. */
+  IPersistentMap ringRequest() {
+    return request;
   }
 
   /** True when this request's handler is an async (non-blocking) one. */
@@ -204,7 +206,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     if (connection != null) ConnectionGuard.responseEnded(connection, this);
     RequestBody b = body;
     if (b != null) b.discardRest();
-    runAtEnd();
+    RequestScope.requestOver(this);
     if (closeAfter) req.connection().close();
   }
 
@@ -213,174 +215,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * sent for it.
    */
   void connectionClosed() {
-    runAtEnd();
-  }
-
-  /**
-   * Event loop: this request's HTTP/2 stream has closed: after its response ended, or reset
-   * by either side before that, when its end is counted here. (Vert.x calls the response's
-   * close handler on the loop.)
-   */
-  private void streamClosed() {
-    if (!streamDone) handle(null);
-  }
-
-  /**
-   * Event loop: has {@code action} run once this request is over ({@link RequestScope}); at
-   * once when it is over already.
-   */
-  void atEnd(Runnable action) {
-    if (over) {
-      runAction(action);
-      return;
-    }
-    if (atEnd == null) atEnd = new ArrayList<>(2);
-    atEnd.add(action);
-  }
-
-  /**
-   * Event loop: has {@code action} run on a pool worker once this request is over (on the
-   * loop when the pool has stopped); at once when it is over already.
-   */
-  void atEndOnWorker(Runnable action) {
-    atEnd(() -> {
-      try {
-        loop.workers.execute(action);
-      } catch (java.util.concurrent.RejectedExecutionException stopped) {
-        action.run();
-      }
-    });
-  }
-
-  /** Event loop: true once the response has ended or the connection closed. */
-  boolean over() {
-    return over;
-  }
-
-  private void runAtEnd() {
-    over = true;
-    ArrayList<Runnable> actions = atEnd;
-    if (actions == null) return;
-    atEnd = null;
-    for (Runnable r : actions) runAction(r);
-  }
-
-  private void runAction(Runnable r) {
-    try {
-      r.run();
-    } catch (Throwable t) {
-      LOG.log(Level.ERROR, "an action at the end of " + where() + " failed", t);
-    }
-  }
-
-  /**
-   * Event loop, while this request's non-blocking handler runs: runs {@code blocking} on a
-   * pool worker, then {@code then} back on the loop as part of this request's handler (so
-   * {@link RequestScope} works there, and what it throws is raised). When {@code blocking}
-   * throws, {@code then} is skipped and the throwable raised.
-   *
-   * @throws java.util.concurrent.RejectedExecutionException when the pool has stopped
-   */
-  void offload(Runnable blocking, Runnable then) {
-    loop.workers.execute(() -> {
-      Throwable failed = null;
-      try {
-        blocking.run();
-      } catch (Throwable t) {
-        failed = t;
-      }
-      Throwable f = failed;
-      onLoop(() -> resume(f == null ? then : null, f));
-    });
-  }
-
-  private void resume(Runnable then, Throwable failed) {
-    loop.running(this);
-    try {
-      if (failed != null) throw failed;
-      then.run();
-    } catch (Throwable t) {
-      new Raise().invoke(t);
-    } finally {
-      loop.running(null);
-    }
-  }
-
-  /**
-   * Event loop: checks the head ({@link HeadCheck}), routes, reads the body when there is one,
-   * then dispatches.
-   */
-  void start() {
-    ServerConfig cfg = loop.config;
-    // watched by the idle check from here (its body may be read before dispatch); the request
-    // timeout only counts from dispatch (dispatchedAt)
-    if (connection != null) {
-      if (h2) {
-        ConnectionGuard.streamStarted(connection, this);
-        resp.closeHandler(v -> streamClosed());
-        hostFromAuthority();
-      } else {
-        connection.current = this;
-      }
-    }
-    HeadCheck check = loop.headCheck;
-    String bad;
-    try {
-      bad = check.check(req);
-    } catch (RuntimeException e) {
-      LOG.log(Level.ERROR, "the head of " + where() + " could not be checked", e);
-      bad = "Bad Request: malformed request";
-    }
-    if (bad != null) {
-      answered = 1;
-      closeWith(check.status, bad);
-      return;
-    }
-    // the client's last request (RFC 9112 9.6): no request read behind it is served, and the
-    // connection closes after its answer, which says so
-    if (check.close) closeAfterResponse();
-    try {
-      begin(cfg, check);
-    } catch (RuntimeException e) {
-      // a bug of the kernel's, on input it should have refused: the request still gets an
-      // answer, and the connection no further requests
-      LOG.log(Level.ERROR, "the request " + where() + " failed before its handler ran", e);
-      if (claim()) closeWith(500, ERROR_500);
-    }
-  }
-
-  /** Event loop: the rest of {@link #start}: routing, the body, the dispatch. */
-  private void begin(ServerConfig cfg, HeadCheck check) {
-    // A request without framing headers has no body, and needs no other header of the kernel
-    // unless the routes negotiate media types: its headers are scanned only if the handler
-    // reads :headers (LazyRequestMap). Otherwise the one pass picks up every value needed,
-    // with repeated headers joined.
-    String cl = check.contentLength;
-    String te = check.transferEncoding;
-    // an HTTP/2 body needs no length: its stream's end delimits it (RFC 9113 8.1)
-    boolean unframed = h2 && cl == null && te == null && !streamEnded();
-    if (unframed || cl != null || te != null
-        || cfg.router != null && cfg.router.needsMediaTypes()) {
-      head = RequestMap.scan(req.headers());
-      cl = head.contentLength;
-      te = head.transferEncoding;
-    }
-    long length = unframed ? RequestBody.CHUNKED : RequestBody.length(cl, te);
-    if (length == RequestBody.REFUSED) {
-      answered = 1;
-      closeWith(400, te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
-          : "Bad Request: invalid Content-Length");
-      return;
-    }
-    if (!route(cfg, length != 0)) return;
-    if (length == 0) {
-      dispatch(null);
-      return;
-    }
-    // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
-    body = RequestBody.read(this, req, length, async,
-        head.expect != null && req.version() != HttpVersion.HTTP_1_0
-            && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
+    RequestScope.requestOver(this);
   }
 
   /**
@@ -401,71 +236,9 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     }
   }
 
-  /** True while the body is read before the (async) handler runs: not dispatched yet. */
-  boolean awaitsBody() {
-    RequestBody b = body;
-    return b != null && b.awaited();
-  }
-
-  /**
-   * Event loop (the connection sweep): when the body read before an async handler began to be
-   * read ({@code now} at the sweep's first look).
-   */
-  long bodySince(long now) {
-    RequestBody b = body;
-    return b == null ? now : b.since(now);
-  }
-
-  /**
-   * Event loop (the connection sweep): the body read before an async handler stopped arriving
-   * for {@code :body-timeout}, or did not arrive whole within the handler's timeout; answers
-   * 408.
-   */
-  void bodyTimedOut() {
-    RequestBody b = body;
-    if (b != null) b.timedOut();
-  }
-
   /** Event loop: true once the whole request, body included, has arrived. */
   boolean requestEnded() {
     return req.isEnded();
-  }
-
-  /**
-   * Event loop: picks the handler. With a route table, a request no route takes is answered
-   * here (404, 405 with Allow, 406, 415, 400 for a bad path parameter) before its body is read.
-   *
-   * @return false when the request has been answered
-   */
-  private boolean route(ServerConfig cfg, boolean hasBody) {
-    if (cfg.router == null) {
-      handler = cfg.handler;
-      async = cfg.async;
-      return true;
-    }
-    RequestMap.Head h = head; // null unless the routes negotiate media types (see start)
-    Router.Match m = cfg.router.match(req.method().name(), req.path(),
-        h == null ? null : h.contentType, h == null ? null : h.accept);
-    if (m.status == 0) {
-      route = m.route;
-      handler = m.route.handler();
-      async = m.route.mode() == Route.Mode.NON_BLOCKING;
-      pathParams = m.pathParams;
-      return true;
-    }
-    if (m.status == 404 && cfg.notFound != null) {
-      handler = cfg.notFound;
-      async = false;
-      return true;
-    }
-    answered = 1;
-    if (m.allow != null) resp.putHeader(HttpHeaders.ALLOW, m.allow);
-    if (hasBody) {
-      closeWith(m.status, m.message);
-    } else {
-      plain(m.status, m.message);
-    }
-    return false;
   }
 
   /** Event loop: builds the Ring request and runs the handler in its mode. */
@@ -518,7 +291,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       loop.workers.enqueueBounded(this);
     } catch (RejectedExecutionException e) {
       if (ANSWERED.compareAndSet(this, 0, 1)) {
-        closeWith(503, "Service Unavailable");
+        ErrorAnswers.closeWith(this, 503, "Service Unavailable");
       }
     }
   }
@@ -554,7 +327,7 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
       return;
     }
     if (error != null) {
-      fail(error);
+      ErrorAnswers.fail(this, error);
     } else {
       ResponseSender.send(this, response);
     }
@@ -597,32 +370,24 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
 
   /**
    * Event loop (the connection sweep): the handler did not answer within
-   * {@code :request-timeout} (or the async timeout); answers 503, or with what the
-   * {@code :async-timeout-handler} answers for an async handler. The handler's thread is not
-   * interrupted; whatever it answers later is dropped and logged.
+   * {@code :request-timeout} (or the async timeout); the timeout answers
+   * ({@link TimeoutAnswer#answer}) unless the request was answered meanwhile.
    */
   void timedOut() {
     if (!ANSWERED.compareAndSet(this, 0, 1)) return;
     timedOut = true;
-    ServerConfig cfg = loop.config;
-    IFn onTimeout = async ? cfg.asyncTimeoutHandler : null;
-    LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; {2}", where(),
-        async ? cfg.asyncTimeoutMs() : cfg.requestTimeoutMs,
-        onTimeout != null ? "calling the :async-timeout-handler" : "answered 503");
-    if (resp.headWritten()) {
-      abort();
-    } else if (onTimeout != null) {
-      TimeoutAnswer answer = new TimeoutAnswer(this);
-      try {
-        onTimeout.invoke(request, answer, answer.raise);
-      } catch (Throwable t) {
-        answer.raise.invoke(t);
-      }
-    } else if (req.isEnded()) {
-      ResponseWriter.clearHeaders(resp);
-      plain(503, "Service Unavailable: the request timed out");
+    TimeoutAnswer.answer(this);
+  }
+
+  /**
+   * Any thread: what the handler's {@code raise} does: answers with the failure
+   * ({@link ErrorAnswers#fail}), or logs it when the request was already answered.
+   */
+  void raise(Throwable t) {
+    if (ANSWERED.compareAndSet(this, 0, 1)) {
+      ErrorAnswers.fail(this, t);
     } else {
-      closeWith(503, "Service Unavailable: the request timed out");
+      late(null, t);
     }
   }
 
@@ -638,7 +403,6 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     ResponseMap.discard(response);
   }
 
-
   /** Worker thread: keeps what {@link ResponseSender} prepared for {@link #endPrepared}. */
   void prepared(Buffer body, int status) {
     prepared = body;
@@ -652,133 +416,10 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
     ResponseSender.endPrepared(this, b, preparedStatus);
   }
 
-  /**
-   * Any thread: logs a handler failure once and, if nothing was sent yet, answers with the
-   * configured error handler's response, or a plain 500 when there is none (or it fails too).
-   */
-  void fail(Throwable t) {
-    LOG.log(Level.ERROR, "handler failed for " + where(), t);
-    onLoop(() -> {
-      if (resp.closed() || resp.ended()) return;
-      if (resp.headWritten()) {
-        abort();
-        return;
-      }
-      watchEnd();
-      ResponseWriter.clearHeaders(resp);
-      if (!ResponseSender.sendError(this, loop.config.errorHandler, request, t)) {
-        ResponseWriter.clearHeaders(resp);
-        plain(500, ERROR_500);
-      }
-    });
-  }
-
-  /**
-   * Event loop: answers {@code status} with a short text body and closes the connection;
-   * requests already read behind this one are dropped (ServerVerticle skips a closing
-   * connection's requests).
-   */
-  void closeWith(int status, String message) {
-    if (connection != null && !h2) connection.closing = true;
-    if (resp.closed() || resp.ended()) {
-      closeConnection();
-      return;
-    }
-    watchEnd();
-    String allow = resp.headers().get(HttpHeaders.ALLOW);
-    ResponseWriter.clearHeaders(resp);
-    if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
-    loop.answers.end(resp, status, message, !h2).onComplete(v -> closeConnection());
-  }
-
-  /**
-   * Event loop: gives an HTTP/2 request without a Host field the one its {@code :authority}
-   * names, as a gateway to HTTP/1.1 would (RFC 9113 8.3.1): Ring handlers and middleware read
-   * the host from {@code :headers}. (Vert.x has checked that a Host sent beside an
-   * {@code :authority} names the same host and port.)
-   */
-  private void hostFromAuthority() {
-    io.vertx.core.net.HostAndPort a = req.authority();
-    if (a != null && !req.headers().contains(HttpHeaders.HOST)) {
-      req.headers().set(HttpHeaders.HOST, a.toString());
-    }
-  }
-
-  /** Event loop: whether the client has sent all of this HTTP/2 request. */
-  private boolean streamEnded() {
-    ConnectionGuard.State c = connection;
-    return c != null && c.h2 != null ? VertxInternals.remoteEnded(c.h2, (int) req.streamId())
-        : req.isEnded();
-  }
-
-  /**
-   * Any thread, after this request's last answer: an HTTP/1.x connection is closed once what
-   * was written has gone out; an HTTP/2 stream whose request is still arriving is reset with
-   * NO_ERROR, which asks the client to stop sending it (RFC 9113 8.1).
-   */
-  void closeConnection() {
-    if (!h2) {
-      req.connection().close();
-    } else if (!req.isEnded()) {
-      resp.reset(0);
-    }
-  }
-
-  /**
-   * Any thread: stops this request at once, what was sent of its response being lost: an
-   * HTTP/1.x connection is closed without flushing, an HTTP/2 stream reset (INTERNAL_ERROR).
-   */
-  void abort() {
-    if (h2) {
-      resp.reset(2);
-    } else {
-      ConnectionGuard.abort(req.connection());
-    }
-  }
-
-  /**
-   * Event loop: answers a WebSocket handshake the kernel refuses ({@link WebSocketUpgrade}) with
-   * {@code status} and a short text body; the connection stays.
-   *
-   * @param version true to name the WebSocket version the server speaks (a 426)
-   */
-  void refuseUpgrade(int status, String message, boolean version) {
-    if (resp.closed() || resp.ended()) return;
-    ResponseWriter.clearHeaders(resp);
-    if (version) resp.putHeader("sec-websocket-version", "13");
-    plain(status, message);
-  }
-
   /** Event loop: true when the connection has closed (or this request's response ended). */
   boolean gone() {
     ConnectionGuard.State c = connection;
     return c != null ? c.closed : resp.closed();
-  }
-
-  /** True when the request has a body (read, or being read). */
-  boolean hasBody() {
-    return body != null;
-  }
-
-  /**
-   * Event loop: the connection has become a WebSocket: this request is over (its
-   * {@link RequestScope} actions run) without an HTTP response end.
-   */
-  void upgraded() {
-    if (connection != null && connection.current == this) connection.current = null;
-    runAtEnd();
-  }
-
-  /** Event loop: answers {@code status} with a short text body; the connection stays. */
-  void answerKeepingConnection(int status, String message) {
-    if (resp.closed() || resp.ended()) return;
-    ResponseWriter.clearHeaders(resp);
-    plain(status, message);
-  }
-
-  private void plain(int status, String message) {
-    watchEnd();
-    loop.answers.end(resp, status, message, false);
   }
 
   /**

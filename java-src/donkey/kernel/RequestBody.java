@@ -77,7 +77,7 @@ final class RequestBody {
     if (length > limit) {
       x.claim();
       if (length - limit > DRAIN_LIMIT) {
-        x.closeWith(413, "Payload Too Large");
+        ErrorAnswers.closeWith(x, 413, "Payload Too Large");
       } else {
         b.reject(413, "Payload Too Large");
       }
@@ -108,7 +108,7 @@ final class RequestBody {
       rejected = true;
       buffered = null;
       if (exchange.claim() && !exchange.h2) {
-        exchange.closeWith(400, "Bad Request: malformed request body");
+        ErrorAnswers.closeWith(exchange, 400, "Bad Request: malformed request body");
       }
     });
     req.handler(chunk -> {
@@ -138,8 +138,8 @@ final class RequestBody {
           // claimed here, on the reading thread, before its read fails: the handler's own
           // answer to that failure comes later and is dropped
           if (exchange.claim()) {
-            exchange.onLoop(() ->
-                exchange.closeWith(408, "Request Timeout: the request body stopped arriving"));
+            exchange.onLoop(() -> ErrorAnswers.closeWith(exchange, 408,
+                "Request Timeout: the request body stopped arriving"));
           }
         });
     streamed = in;
@@ -151,7 +151,9 @@ final class RequestBody {
       boolean first = exchange.claim();
       in.fail(new IOException("the request body could not be read: "
           + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t));
-      if (first && !exchange.h2) exchange.closeWith(400, "Bad Request: malformed request body");
+      if (first && !exchange.h2) {
+        ErrorAnswers.closeWith(exchange, 400, "Bad Request: malformed request body");
+      }
     });
     req.handler(chunk -> {
       received += chunk.length();
@@ -164,7 +166,7 @@ final class RequestBody {
           if (first) {
             reject(413, "Payload Too Large");
           } else {
-            exchange.closeConnection();
+            ErrorAnswers.closeConnection(exchange);
           }
         }
         return;
@@ -185,7 +187,7 @@ final class RequestBody {
     rejected = true;
     if (exchange.h2) {
       // the stream alone is reset after the answer: nothing to drain
-      exchange.closeWith(status, message);
+      ErrorAnswers.closeWith(exchange, status, message);
       return;
     }
     long[] dropped = {0};
@@ -193,7 +195,7 @@ final class RequestBody {
       dropped[0] += chunk.length();
       if (dropped[0] > DRAIN_LIMIT) req.connection().close();
     });
-    exchange.answerKeepingConnection(status, message);
+    ErrorAnswers.keepConnection(exchange, status, message);
   }
 
   /** True while the body is read before the (async) handler runs: not dispatched yet. */
@@ -216,7 +218,7 @@ final class RequestBody {
     if (!exchange.claim()) return;
     rejected = true;
     buffered = null;
-    exchange.closeWith(408, "Request Timeout: the request body stopped arriving");
+    ErrorAnswers.closeWith(exchange, 408, "Request Timeout: the request body stopped arriving");
   }
 
   /**

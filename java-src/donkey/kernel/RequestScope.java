@@ -1,5 +1,9 @@
 package donkey.kernel;
 
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.concurrent.RejectedExecutionException;
+
 /**
  * Work tied to the request being served, for middleware that holds resources a request may
  * outlive its handler's interest in (temp files of an upload, say): an action registered here
@@ -12,9 +16,15 @@ package donkey.kernel;
  *
  * <p>Threading: every method only while a non-blocking (async) handler runs, on its event
  * loop; elsewhere they decline, and the caller does the work itself (a sync handler's
- * middleware already runs on a worker, and can clean up in a {@code finally}).
+ * middleware already runs on a worker, and can clean up in a {@code finally}). The kernel's
+ * own calls ({@link #requestOver}) are on the request's event loop.
+ *
+ * <p>The actions and the over flag are fields of the request's {@link Exchange}: this class
+ * keeps no state of its own, and a request that registers nothing costs nothing here.
  */
 public final class RequestScope {
+  private static final System.Logger LOG = System.getLogger("donkey");
+
   private RequestScope() {}
 
   /**
@@ -27,7 +37,7 @@ public final class RequestScope {
   public static boolean atEnd(Runnable action) {
     Exchange e = running();
     if (e == null) return false;
-    e.atEnd(action);
+    register(e, action);
     return true;
   }
 
@@ -41,7 +51,15 @@ public final class RequestScope {
   public static boolean atEndOnWorker(Runnable action) {
     Exchange e = running();
     if (e == null) return false;
-    e.atEndOnWorker(action);
+    ServerVerticle loop = e.loop();
+    // on the loop when the pool has stopped
+    register(e, () -> {
+      try {
+        loop.workers.execute(action);
+      } catch (RejectedExecutionException stopped) {
+        action.run();
+      }
+    });
     return true;
   }
 
@@ -60,7 +78,16 @@ public final class RequestScope {
   public static boolean offload(Runnable blocking, Runnable then) {
     Exchange e = running();
     if (e == null) return false;
-    e.offload(blocking, then);
+    e.loop().workers.execute(() -> {
+      Throwable failed = null;
+      try {
+        blocking.run();
+      } catch (Throwable t) {
+        failed = t;
+      }
+      Throwable f = failed;
+      e.onLoop(() -> resume(e, f == null ? then : null, f));
+    });
     return true;
   }
 
@@ -71,7 +98,55 @@ public final class RequestScope {
    */
   public static boolean isOver() {
     Exchange e = running();
-    return e != null && e.over();
+    return e != null && e.over;
+  }
+
+  /**
+   * Event loop: {@code e} is over (its response ended, its connection closed, or it became a
+   * WebSocket): runs its actions; one registered later runs at once ({@link #register}).
+   */
+  static void requestOver(Exchange e) {
+    e.over = true;
+    ArrayList<Runnable> actions = e.atEnd;
+    if (actions == null) return;
+    e.atEnd = null;
+    for (Runnable r : actions) run(e, r);
+  }
+
+  /** Event loop: has {@code action} run once {@code e} is over; at once when it is already. */
+  private static void register(Exchange e, Runnable action) {
+    if (e.over) {
+      run(e, action);
+      return;
+    }
+    if (e.atEnd == null) e.atEnd = new ArrayList<>(2);
+    e.atEnd.add(action);
+  }
+
+  private static void run(Exchange e, Runnable r) {
+    try {
+      r.run();
+    } catch (Throwable t) {
+      LOG.log(Level.ERROR, "an action at the end of " + e.where() + " failed", t);
+    }
+  }
+
+  /**
+   * Event loop: {@link #offload}'s {@code then}, as part of {@code e}'s handler (so this class
+   * works there, and what it throws is raised); when {@code blocking} threw ({@code failed}),
+   * {@code then} is skipped and the throwable raised.
+   */
+  private static void resume(Exchange e, Runnable then, Throwable failed) {
+    ServerVerticle loop = e.loop();
+    loop.running(e);
+    try {
+      if (failed != null) throw failed;
+      then.run();
+    } catch (Throwable t) {
+      e.raise(t);
+    } finally {
+      loop.running(null);
+    }
   }
 
   private static Exchange running() {

@@ -42,7 +42,7 @@ final class ResponseSender {
       kind = ResponseMap.classify(response, loop.config.streamablePred);
     } catch (Throwable t) {
       ResponseMap.discard(response);
-      x.fail(t);
+      ErrorAnswers.fail(x, t);
       return;
     }
     IPersistentMap r = (IPersistentMap) response;
@@ -57,7 +57,7 @@ final class ResponseSender {
           loop.workers.execute(() -> stream(x, r));
         } catch (RejectedExecutionException e) {
           ResponseMap.discard(r);
-          x.onLoop(() -> x.closeWith(503, "Service Unavailable"));
+          x.onLoop(() -> ErrorAnswers.closeWith(x, 503, "Service Unavailable"));
         }
       }
     } else if (kind == ResponseMap.Kind.CHANNEL) {
@@ -70,7 +70,7 @@ final class ResponseSender {
         endFixed(x, r);
         x.endedOnLoop();
       } catch (Throwable t) {
-        x.fail(t);
+        ErrorAnswers.fail(x, t);
       }
     } else if (kind == ResponseMap.Kind.FIXED && loop.workers.isWorkerThread()) {
       prepare(x, r);
@@ -104,10 +104,10 @@ final class ResponseSender {
         boolean http10 = http10(x);
         if (framing == Framing.BODY && http10) closing(x); // delimited by the close
         ResponseChannel.open(resp, (StreamingBody) b, framing, http10, () -> closeGracefully(x),
-            x::abort);
+            () -> ErrorAnswers.abort(x));
       }
     } catch (Throwable t) {
-      x.fail(t);
+      ErrorAnswers.fail(x, t);
     }
   }
 
@@ -168,7 +168,7 @@ final class ResponseSender {
       x.prepared(ResponseWriter.writeFixed(x.response(), r, x.loop().answers.date(),
           x.loop().serverHeader, framing(x, status)), status);
     } catch (Throwable t) {
-      x.fail(t);
+      ErrorAnswers.fail(x, t);
       return;
     }
     x.loop().outbox.add(x);
@@ -183,7 +183,7 @@ final class ResponseSender {
       ResponseWriter.end(x.response(), body);
       x.endedOnLoop();
     } catch (Throwable t) {
-      x.fail(t);
+      ErrorAnswers.fail(x, t);
     }
   }
 
@@ -220,9 +220,9 @@ final class ResponseSender {
           LOG.log(Level.ERROR, "response body of " + x.where() + " failed after the head was"
               + " sent; closing the connection", t);
         }
-        x.abort();
+        ErrorAnswers.abort(x);
       } else {
-        x.fail(t);
+        ErrorAnswers.fail(x, t);
       }
     }
   }
@@ -274,7 +274,7 @@ final class ResponseSender {
    */
   private static void closeGracefully(Exchange x) {
     if (x.h2) {
-      x.abort();
+      ErrorAnswers.abort(x);
       return;
     }
     closing(x);

@@ -271,7 +271,7 @@ final class ServerVerticle extends VerticleBase {
       }
       return;
     }
-    new Exchange(this, r, s).start();
+    Admission.start(new Exchange(this, r, s));
   }
 
   /**

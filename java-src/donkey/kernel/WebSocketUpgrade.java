@@ -72,7 +72,7 @@ final class WebSocketUpgrade {
         try {
           upgrade(x, response);
         } catch (Throwable t) {
-          x.fail(t);
+          ErrorAnswers.fail(x, t);
         }
       });
     } catch (RejectedExecutionException e) {
@@ -88,34 +88,35 @@ final class WebSocketUpgrade {
     HttpServerRequest req = x.request();
     MultiMap h = req.headers();
     if (!lists(h.getAll("upgrade"), "websocket")) {
-      x.refuseUpgrade(400, "Bad Request: a WebSocket listener answers WebSocket upgrade requests "
-          + "only", false);
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket listener answers WebSocket "
+          + "upgrade requests only");
       return;
     }
     if (req.method() != HttpMethod.GET || req.version() != HttpVersion.HTTP_1_1
         || !lists(h.getAll("connection"), "upgrade")) {
-      x.refuseUpgrade(400, "Bad Request: a WebSocket handshake is an HTTP/1.1 GET with "
-          + "Connection: upgrade", false);
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket handshake is an HTTP/1.1 GET "
+          + "with Connection: upgrade");
       return;
     }
-    if (x.hasBody()) {
-      x.refuseUpgrade(400, "Bad Request: a WebSocket handshake has no body", false);
+    if (x.body != null) {
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket handshake has no body");
       return;
     }
     String version = h.get("sec-websocket-version");
     if (version == null || !version.trim().equals("13")) {
-      x.refuseUpgrade(426, "Upgrade Required: Sec-WebSocket-Version 13", true);
+      ErrorAnswers.keepConnection(x, 426, "Upgrade Required: Sec-WebSocket-Version 13",
+          "sec-websocket-version", "13");
       return;
     }
     if (!validKey(h.get("sec-websocket-key"))) {
-      x.refuseUpgrade(400, "Bad Request: invalid Sec-WebSocket-Key", false);
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: invalid Sec-WebSocket-Key");
       return;
     }
     String origin = h.get("origin");
     if (loop.wsOrigins != null && origin != null
         && !loop.wsOrigins.contains(origin.trim().toLowerCase(Locale.ROOT))) {
-      x.refuseUpgrade(403, "Forbidden: WebSocket connections from this origin are not allowed",
-          false);
+      ErrorAnswers.keepConnection(x, 403,
+          "Forbidden: WebSocket connections from this origin are not allowed");
       return;
     }
     WebSocketListener listener =
@@ -155,7 +156,7 @@ final class WebSocketUpgrade {
       // replaces the HTTP decoder at once and the encoder once the 101 is written
       handshaker.handshake(ch, full, extra, shaken);
     } catch (WebSocketHandshakeException e) {
-      x.refuseUpgrade(400, "Bad Request: " + e.getMessage(), false);
+      ErrorAnswers.keepConnection(x, 400, "Bad Request: " + e.getMessage());
       return;
     }
     // nothing is read until the 101 is out and on-open has run
@@ -170,7 +171,10 @@ final class WebSocketUpgrade {
       VertxInternals.becomeWebSocket(c, ws.session, utf8);
     }
     loop.upgraded(c, ch);
-    x.upgraded();
+    // the request is over (its RequestScope actions run) without an HTTP response end
+    ConnectionGuard.State s = x.connection;
+    if (s != null && s.current == x) s.current = null;
+    RequestScope.requestOver(x);
     shaken.addListener(f -> {
       if (f.isSuccess()) {
         ws.session.opened(System.nanoTime());

@@ -1,0 +1,145 @@
+package donkey.kernel;
+
+import donkey.ring.RequestMap;
+import donkey.route.Route;
+import donkey.route.Router;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpVersion;
+import java.lang.System.Logger.Level;
+
+/**
+ * A request's way from its head to its handler: the head checked ({@link HeadCheck}), the
+ * body's framing read, the handler picked (the server's, or the route table's), the body read
+ * ({@link RequestBody}), then {@link Exchange#dispatch}. A request refused on the way is
+ * answered here (400, 404, 405 with Allow, 406, 415), before its body is read; one with a body
+ * also closes its connection.
+ *
+ * <p>Threading: the connection's event loop. Stateless: what it finds is set on the
+ * {@link Exchange}.
+ */
+final class Admission {
+  private static final System.Logger LOG = System.getLogger("donkey");
+
+  private Admission() {}
+
+  /**
+   * Event loop: checks the head of {@code x} ({@link HeadCheck}), routes, reads the body when
+   * there is one, then dispatches.
+   */
+  static void start(Exchange x) {
+    ServerVerticle loop = x.loop();
+    ServerConfig cfg = loop.config;
+    // watched by the idle check from here (its body may be read before dispatch); the request
+    // timeout only counts from dispatch (dispatchedAt)
+    if (x.connection != null) {
+      if (x.h2) {
+        Http2Streams.started(x);
+      } else {
+        x.connection.current = x;
+      }
+    }
+    HeadCheck check = loop.headCheck;
+    String bad;
+    try {
+      bad = check.check(x.request());
+    } catch (RuntimeException e) {
+      LOG.log(Level.ERROR, "the head of " + x.where() + " could not be checked", e);
+      bad = "Bad Request: malformed request";
+    }
+    if (bad != null) {
+      x.claim();
+      ErrorAnswers.closeWith(x, check.status, bad);
+      return;
+    }
+    // the client's last request (RFC 9112 9.6): no request read behind it is served, and the
+    // connection closes after its answer, which says so
+    if (check.close) x.closeAfterResponse();
+    try {
+      begin(x, cfg, check);
+    } catch (RuntimeException e) {
+      // a bug of the kernel's, on input it should have refused: the request still gets an
+      // answer, and the connection no further requests
+      LOG.log(Level.ERROR, "the request " + x.where() + " failed before its handler ran", e);
+      if (x.claim()) ErrorAnswers.closeWith(x, 500, ErrorAnswers.ERROR_500);
+    }
+  }
+
+  /** Event loop: the rest of {@link #start}: routing, the body, the dispatch. */
+  private static void begin(Exchange x, ServerConfig cfg, HeadCheck check) {
+    HttpServerRequest req = x.request();
+    // A request without framing headers has no body, and needs no other header of the kernel
+    // unless the routes negotiate media types: its headers are scanned only if the handler
+    // reads :headers (LazyRequestMap). Otherwise the one pass picks up every value needed,
+    // with repeated headers joined.
+    String cl = check.contentLength;
+    String te = check.transferEncoding;
+    // an HTTP/2 body needs no length: its stream's end delimits it (RFC 9113 8.1)
+    boolean unframed = x.h2 && cl == null && te == null && !Http2Streams.ended(x);
+    RequestMap.Head head = null;
+    if (unframed || cl != null || te != null
+        || cfg.router != null && cfg.router.needsMediaTypes()) {
+      head = RequestMap.scan(req.headers());
+      x.head = head;
+      cl = head.contentLength;
+      te = head.transferEncoding;
+    }
+    long length = unframed ? RequestBody.CHUNKED : RequestBody.length(cl, te);
+    if (length == RequestBody.REFUSED) {
+      x.claim();
+      ErrorAnswers.closeWith(x, 400,
+          te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
+              : "Bad Request: invalid Content-Length");
+      return;
+    }
+    if (!route(x, cfg, head, length != 0)) return;
+    if (length == 0) {
+      x.dispatch(null);
+      return;
+    }
+    // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
+    x.body = RequestBody.read(x, req, length, x.async,
+        head.expect != null && req.version() != HttpVersion.HTTP_1_0
+            && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
+  }
+
+  /**
+   * Event loop: picks the handler of {@code x}. With a route table, a request no route takes is
+   * answered here (404, 405 with Allow, 406, 415, 400 for a bad path parameter) before its
+   * body is read.
+   *
+   * @param h the scanned headers, null unless the routes negotiate media types (see begin)
+   * @return false when the request has been answered
+   */
+  private static boolean route(Exchange x, ServerConfig cfg, RequestMap.Head h,
+                               boolean hasBody) {
+    if (cfg.router == null) {
+      x.handler = cfg.handler;
+      x.async = cfg.async;
+      return true;
+    }
+    HttpServerRequest req = x.request();
+    Router.Match m = cfg.router.match(req.method().name(), req.path(),
+        h == null ? null : h.contentType, h == null ? null : h.accept);
+    if (m.status == 0) {
+      x.route = m.route;
+      x.handler = m.route.handler();
+      x.async = m.route.mode() == Route.Mode.NON_BLOCKING;
+      x.pathParams = m.pathParams;
+      return true;
+    }
+    if (m.status == 404 && cfg.notFound != null) {
+      x.handler = cfg.notFound;
+      x.async = false;
+      return true;
+    }
+    x.claim();
+    if (m.allow != null) x.response().putHeader(HttpHeaders.ALLOW, m.allow);
+    if (hasBody) {
+      ErrorAnswers.closeWith(x, m.status, m.message);
+    } else {
+      ErrorAnswers.plain(x, m.status, m.message);
+    }
+    return false;
+  }
+}

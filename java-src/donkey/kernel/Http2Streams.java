@@ -1,0 +1,48 @@
+package donkey.kernel;
+
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.net.HostAndPort;
+
+/**
+ * What an HTTP/2 request needs beyond an HTTP/1.x one: its stream counted on its connection
+ * and ended by the stream's close (a client's reset included), a Host from its
+ * {@code :authority}, and whether its body has all arrived before Vert.x says so.
+ *
+ * <p>Threading: the connection's event loop.
+ */
+final class Http2Streams {
+  private Http2Streams() {}
+
+  /**
+   * As {@code x}, an HTTP/2 request, arrives: counts it among its connection's streams, and
+   * has its stream's close end it. Its Host comes from {@code :authority} when it has none, as
+   * a gateway to HTTP/1.1 would give it (RFC 9113 8.3.1): Ring handlers and middleware read the
+   * host from {@code :headers}. (Vert.x has checked that a Host sent beside an
+   * {@code :authority} names the same host and port.)
+   */
+  static void started(Exchange x) {
+    ConnectionGuard.streamStarted(x.connection, x);
+    // after its response ended, or reset by either side before that; Vert.x calls the
+    // response's close handler on the loop
+    x.response().closeHandler(v -> {
+      if (!x.streamDone) x.handle(null);
+    });
+    HttpServerRequest req = x.request();
+    HostAndPort a = req.authority();
+    if (a != null && !req.headers().contains(HttpHeaders.HOST)) {
+      req.headers().set(HttpHeaders.HOST, a.toString());
+    }
+  }
+
+  /**
+   * Whether the client has sent all of {@code x}, an HTTP/2 request: Vert.x runs the request
+   * handler before it marks a request that came in one HEADERS frame ended.
+   */
+  static boolean ended(Exchange x) {
+    ConnectionGuard.State c = x.connection;
+    HttpServerRequest req = x.request();
+    return c != null && c.h2 != null ? VertxInternals.remoteEnded(c.h2, (int) req.streamId())
+        : req.isEnded();
+  }
+}
