@@ -17,13 +17,15 @@ run: deps
 
 # TechEmpower-style bench (bench/run.sh, then bench/latency.sh): one table of req/s and ratios
 # to raw Vert.x, then fixed-rate latencies (LAT_RUNS interleaved runs per server); then the
-# WebSocket bench (bench/websocket.sh): echo messages/s, a broadcast to 10,000 sockets and
-# memory per idle socket, against raw Vert.x's WebSocket server. About 40 minutes;
-# RUNS=1 DURATION=2 WARMUP=1 LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke
-# run. Fails when any request or message failed.
+# protocols (bench/protocols.sh): TLS JSON, TLS handshakes, h2c and h2 against raw Vert.x with
+# the same settings; then WebSockets (bench/websocket.sh): echo messages/s, a broadcast to
+# 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server. About an
+# hour; RUNS=1 DURATION=3 WARMUP=3 HS_WARMUP=3 LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1
+# WS_FANOUT=1000 for a smoke run. Fails when any request or message failed.
 bench: deps
 	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; \
-	  SKIP_BUILD=1 bash bench/websocket.sh || rc=1; exit $$rc
+	  SKIP_BUILD=1 bash bench/protocols.sh || rc=1; SKIP_BUILD=1 bash bench/websocket.sh || rc=1; \
+	  exit $$rc
 
 # Soak (bench/soak.sh): SOAK_SECONDS (300) at SOAK_RATE (1000) req/s on 500 keep-alive
 # connections, mixing small, 1 MiB, failing (500) and upload requests; prints counts, errors by
@@ -35,8 +37,11 @@ soak: deps
 # (conformance/websocket.sh): a table of OK / NON-STRICT / INFORMATIONAL / FAILED /
 # UNIMPLEMENTED cases per handler mode; fails when a case failed. Installs the client (pinned,
 # on Python 2.7) into target/conformance. CASES='1.*,6.*' runs a subset.
+# Then h2spec over h2c and h2 (TLS), sync and async handlers (conformance/h2spec.sh): passed /
+# failed / skipped per run and each failed case; fails when a case failed. Builds h2spec
+# (pinned, with Go) into target/conformance; COMPARE=1 adds raw Vert.x, SPECS='http2/6.5' a subset.
 conformance: deps
-	bash conformance/websocket.sh
+	@rc=0; bash conformance/websocket.sh || rc=1; bash conformance/h2spec.sh || rc=1; exit $$rc
 
 deps:
 	@bash .ci/install-deps

@@ -42,6 +42,9 @@ ensure_tools() {
   command -v curl >/dev/null 2>&1 || need+=(curl)
   command -v python3 >/dev/null 2>&1 || need+=(python3)
   command -v ss >/dev/null 2>&1 || need+=(iproute2)
+  # bench/protocols.sh: h2load for HTTP/2, openssl for its test key
+  command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
   dpkg -s libring-jetty-adapter-clojure >/dev/null 2>&1 || need+=(libring-jetty-adapter-clojure)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing: ${need[*]}"

@@ -267,10 +267,13 @@
 
 (deftest makefile-has-the-documented-targets
   ;; the README's commands: a target lost in an edit would only show when someone ran it
-  (let [{:keys [exit out]} (run-cmd "." 30 "make" "-n" "test" "run" "bench" "soak")]
+  (let [{:keys [exit out]} (run-cmd "." 30 "make" "-n" "test" "run" "bench" "soak" "conformance")]
     (is (zero? exit) out)
     (is (str/includes? out "donkey.test-runner") "make test")
     (is (str/includes? out "donkey.example") "make run")
     (is (str/includes? out "bench/run.sh") "make bench: throughput")
     (is (str/includes? out "bench/latency.sh") "make bench: fixed-rate latency")
-    (is (str/includes? out "bench/soak.sh") "make soak")))
+    (is (str/includes? out "bench/protocols.sh") "make bench: TLS and HTTP/2")
+    (is (str/includes? out "bench/soak.sh") "make soak")
+    (is (str/includes? out "conformance/websocket.sh") "make conformance: WebSockets")
+    (is (str/includes? out "conformance/h2spec.sh") "make conformance: HTTP/2")))

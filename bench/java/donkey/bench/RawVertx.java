@@ -7,14 +7,22 @@ import io.vertx.core.VertxOptions;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.Http2Settings;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.HttpVersion;
+import io.vertx.core.net.JdkSSLEngineOptions;
+import io.vertx.core.net.PemKeyCertOptions;
+import java.security.GeneralSecurityException;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import javax.net.ssl.SSLContext;
 
 /**
  * The bench's ceiling: the TechEmpower plaintext and JSON endpoints written directly on
@@ -22,7 +30,13 @@ import java.util.Map;
  * kernel leaves at their defaults (NIO, TCP_NODELAY), same {@code Date}/{@code Server} headers,
  * JSON serialized with Jackson on every request.
  *
- * <p>Usage: {@code java -cp ... donkey.bench.RawVertx PORT}
+ * <p>Usage: {@code java -cp ... donkey.bench.RawVertx PORT}. System properties add the
+ * protocols {@code bench/protocols.sh} measures, with the settings donkey's kernel uses for them:
+ * {@code donkey.bench.tlsPort} (a second, TLS listener on that port, with
+ * {@code donkey.bench.cert} and {@code donkey.bench.key}, PEM files), {@code donkey.bench.h2}
+ * (HTTP/2 on the TLS listener through ALPN, HTTP/1.1 the fallback) and {@code donkey.bench.h2c}
+ * (cleartext HTTP/2 on the plain listener). The bench app ({@code app.clj}) reads the same
+ * properties.
  */
 public final class RawVertx {
   private static final DateTimeFormatter DATE_FORMAT =
@@ -96,18 +110,80 @@ public final class RawVertx {
     resp.end(Buffer.buffer(json));
   }
 
+  /**
+   * The TLS listener's options, as donkey's kernel makes them (donkey.kernel.TlsOptions): the
+   * JDK's engine, TLS 1.3 and 1.2, the JDK's default cipher suites that have forward secrecy
+   * and authenticated encryption, in the JDK's order; ALPN only when HTTP/2 is on.
+   */
+  static HttpServerOptions tls(HttpServerOptions o, int tlsPort, String cert, String key,
+                               boolean h2) throws GeneralSecurityException {
+    o.setPort(tlsPort).setSsl(true)
+        .setSslEngineOptions(new JdkSSLEngineOptions())
+        .setKeyCertOptions(new PemKeyCertOptions().setCertPath(cert).setKeyPath(key))
+        .setEnabledSecureTransportProtocols(new LinkedHashSet<>(List.of("TLSv1.3", "TLSv1.2")))
+        .setSni(false)
+        .setUseAlpn(h2);
+    if (h2) {
+      o.setAlpnVersions(List.of(HttpVersion.HTTP_2, HttpVersion.HTTP_1_1, HttpVersion.HTTP_1_0));
+    }
+    SSLContext jdk = SSLContext.getInstance("TLS");
+    jdk.init(null, null, null);
+    for (String suite : jdk.getDefaultSSLParameters().getCipherSuites()) {
+      if (strong(suite)) o.addEnabledCipherSuite(suite);
+    }
+    return o;
+  }
+
+  /** donkey.kernel.TlsOptions#strong: every TLS 1.3 suite; ECDHE/DHE with GCM or ChaCha20. */
+  private static boolean strong(String suite) {
+    if (suite.startsWith("TLS_AES_") || suite.startsWith("TLS_CHACHA20_")) return true;
+    boolean ephemeral = suite.startsWith("TLS_ECDHE_") || suite.startsWith("TLS_DHE_RSA_");
+    boolean aead = suite.contains("_GCM_") || suite.contains("_CHACHA20_POLY1305_");
+    return ephemeral && aead;
+  }
+
+  /**
+   * The plain listener's options; with HTTP/2, donkey's defaults for it (ServerConfig,
+   * Http2Limits): 128 streams, 16 KiB frames, the protocol's 64 KiB stream window and 4 KiB
+   * HPACK table, a 1 MiB connection window, no push, the head limits as the header list size.
+   * h2c off unless asked for, as in donkey.
+   */
+  private static HttpServerOptions plain(int port) {
+    return new HttpServerOptions().setPort(port).setHost("127.0.0.1").setTcpNoDelay(true)
+        .setMaxInitialLineLength(8192)
+        .setMaxHeaderSize(16384)
+        .setHttp2ClearTextEnabled(Boolean.getBoolean("donkey.bench.h2c"))
+        .setInitialSettings(new Http2Settings()
+            .setMaxConcurrentStreams(128)
+            .setMaxFrameSize(16384)
+            .setInitialWindowSize(65535)
+            .setMaxHeaderListSize(16384)
+            .setHeaderTableSize(Http2Settings.DEFAULT_HEADER_TABLE_SIZE)
+            .setPushEnabled(false))
+        .setHttp2ConnectionWindowSize(1024 * 1024);
+  }
+
   public static void main(String[] args) throws Exception {
     int port = args.length > 0 ? Integer.parseInt(args[0]) : 8080;
+    int tlsPort = Integer.getInteger("donkey.bench.tlsPort", -1);
     Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1));
     RawVertx app = new RawVertx();
     // The server is created from main, so Vert.x gives it an event-loop context; the timer is
     // scheduled on that same context so `date` is only ever touched by the one loop.
     vertx.runOnContext(v -> vertx.setPeriodic(1000, id -> app.date = now()));
-    vertx.createHttpServer(new HttpServerOptions().setPort(port).setHost("127.0.0.1")
-            .setTcpNoDelay(true))
+    vertx.createHttpServer(plain(port))
         .requestHandler(app::handle)
         .listen()
         .await();
-    System.out.println("raw-vertx listening on 127.0.0.1:" + port);
+    String extra = "";
+    if (tlsPort >= 0) {
+      boolean h2 = Boolean.getBoolean("donkey.bench.h2");
+      HttpServerOptions o = tls(plain(port), tlsPort, System.getProperty("donkey.bench.cert"),
+          System.getProperty("donkey.bench.key"), h2);
+      vertx.createHttpServer(o).requestHandler(app::handle).listen().await();
+      extra = " and TLS " + tlsPort + (h2 ? " (h2, http/1.1)" : " (http/1.1)");
+    }
+    System.out.println("raw-vertx listening on 127.0.0.1:" + port
+        + (Boolean.getBoolean("donkey.bench.h2c") ? " (h2c)" : "") + extra);
   }
 }

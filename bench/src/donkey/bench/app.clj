@@ -15,6 +15,11 @@
   app-serialized bytes. The system property `donkey.bench.json` (`kernel` or `app`) overrides
   the choice.
 
+  The system properties RawVertx reads add the same protocols (bench/protocols.sh):
+  `donkey.bench.tlsPort` with `donkey.bench.cert` and `donkey.bench.key` a TLS listener
+  (`:ssl-port`, `:ssl-cert`, `:ssl-key`), `donkey.bench.h2` HTTP/2 on it (`:h2?`),
+  `donkey.bench.h2c` cleartext HTTP/2 on the plain listener (`:h2c?`).
+
   Usage: java -cp ... clojure.main -m donkey.bench.app VARIANT PORT"
   (:require [donkey.server :as server])
   (:import (com.fasterxml.jackson.databind ObjectMapper)))
@@ -68,7 +73,19 @@
             {:path "/json" :methods [:get] :handler-mode :non-blocking
              :handler (fn [_request respond _raise] (respond (json-response)))}]})
 
-(def ^:private donkey-opts {:host "127.0.0.1" :event-loops 1 :join? true})
+(defn- protocol-opts
+  "donkey's options for the protocols the system properties ask for; {} when none."
+  []
+  (let [tls-port (System/getProperty "donkey.bench.tlsPort")]
+    (cond-> {}
+      tls-port (assoc :ssl-port (Integer/parseInt tls-port)
+                      :ssl-cert (System/getProperty "donkey.bench.cert")
+                      :ssl-key (System/getProperty "donkey.bench.key"))
+      (and tls-port (Boolean/getBoolean "donkey.bench.h2")) (assoc :h2? true)
+      (Boolean/getBoolean "donkey.bench.h2c") (assoc :h2c? true))))
+
+(def ^:private donkey-opts
+  (merge {:host "127.0.0.1" :event-loops 1 :join? true} (protocol-opts)))
 
 (defn -main [& [variant port]]
   (when-not (and variant port)
