@@ -100,23 +100,19 @@
   (with-open [s (start {:h2c? true})]
     (let [ca (str (test-pki/path (:dir pki) "ca.pem"))]
       (spit ca (test-pki/pem-of (:ca pki)))
-      (testing "--http2 over TLS (ALPN)"
-        (let [{:keys [out exit err]} (curl "--http2" "--cacert" ca "-w" "\n%{http_version}"
-                                           (str "https://localhost:" (server/ssl-port s) "/"))]
-          (is (zero? exit) err)
-          (is (str/ends-with? out "\n2"))
-          (is (str/includes? out ":protocol \"HTTP/2.0\""))))
-      (testing "--http2-prior-knowledge over cleartext"
-        (let [{:keys [out exit err]} (curl "--http2-prior-knowledge" "-w" "\n%{http_version}"
-                                           (str "http://127.0.0.1:" (server/port s) "/"))]
-          (is (zero? exit) err)
-          (is (str/ends-with? out "\n2"))
-          (is (str/includes? out ":scheme :http"))))
-      (testing "--http2 over cleartext: Upgrade: h2c"
-        (let [{:keys [out exit err]} (curl "--http2" "-w" "\n%{http_version}"
-                                           (str "http://127.0.0.1:" (server/port s) "/"))]
-          (is (zero? exit) err)
-          (is (str/ends-with? out "\n2")))))))
+      (doseq [[what flag url scheme]
+              [["--http2 over TLS (ALPN)" ["--http2" "--cacert" ca]
+                (str "https://localhost:" (server/ssl-port s) "/") ":https"]
+               ["--http2-prior-knowledge over cleartext" ["--http2-prior-knowledge"]
+                (str "http://127.0.0.1:" (server/port s) "/") ":http"]
+               ["--http2 over cleartext: Upgrade: h2c" ["--http2"]
+                (str "http://127.0.0.1:" (server/port s) "/") ":http"]]]
+        (testing what
+          (let [{:keys [out exit err]} (apply curl (concat flag ["-w" "\n%{http_version}" url]))]
+            (is (zero? exit) err)
+            (is (str/ends-with? out "\n2"))
+            (is (str/includes? out ":protocol \"HTTP/2.0\""))
+            (is (str/includes? out (str ":scheme " scheme)))))))))
 
 (deftest openssl-sees-alpn-and-sni
   (with-open [s (run-server describe {:port 0 :ssl-port 0 :join? false :event-loops 1
