@@ -8,7 +8,7 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures]]
             [donkey.server :as server]
-            [donkey.test-pki :as test-pki :refer [pass]])
+            [donkey.test-pki :as test-pki :refer [pass run-server]])
   (:import (donkey.kernel Server)
            (java.net URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers
@@ -28,13 +28,6 @@
 
 ;; every test runs on each TLS engine: the JDK's, and OpenSSL's when it is available
 (use-fixtures :each test-pki/each-engine)
-
-(defn- run-server
-  "donkey.server/run-server on the TLS engine under test."
-  ^Server [handler opts]
-  ;; an :ssl-context is the JDK engine's whatever the test runs on; :openssl refuses one
-  (server/run-server handler (merge {:ssl-provider (if (:ssl-context opts) :auto test-pki/*engine*)}
-                                    opts)))
 
 (defn- describe [req]
   {:status 200

@@ -2,8 +2,10 @@
   "Keys and certificates for the TLS tests, made when the tests run by the JDK's keytool (no
   private key is kept in the repository), and a client SSLContext that trusts them."
   (:require [clojure.java.io :as io]
-            [clojure.test :refer [testing]])
-  (:import (io.netty.handler.ssl OpenSsl)
+            [clojure.test :refer [testing]]
+            [donkey.server :as server])
+  (:import (donkey.kernel Server)
+           (io.netty.handler.ssl OpenSsl)
            (java.io File)
            (java.nio.charset StandardCharsets)
            (java.nio.file Files)
@@ -43,6 +45,13 @@
     (binding [*engine* e]
       (testing (str "[" (name e) " engine]")
         (run)))))
+
+(defn run-server
+  "donkey.server/run-server on the TLS engine under test (`opts` may name another)."
+  ^Server [handler opts]
+  ;; an :ssl-context is the JDK engine's whatever the test runs on; :openssl refuses one
+  (server/run-server handler (merge {:ssl-provider (if (:ssl-context opts) :auto *engine*)}
+                                    opts)))
 
 (defn- keytool
   "Runs the keytool of the JDK running the tests; throws with its output when it fails."

@@ -10,7 +10,7 @@
             [clojure.test :refer [deftest is testing use-fixtures]]
             [donkey.options]
             [donkey.server :as server]
-            [donkey.test-pki :as test-pki :refer [load-store pass path]])
+            [donkey.test-pki :as test-pki :refer [load-store pass path run-server]])
   (:import (donkey.kernel Server ServerConfig)
            (io.netty.handler.ssl OpenSsl)
            (java.io ByteArrayOutputStream File IOException InputStream OutputStream)
@@ -158,13 +158,6 @@
     (byte-array (map unchecked-byte rec))))
 
 ;; ---- the servers ---------------------------------------------------------------------------
-
-(defn- run-server
-  "donkey.server/run-server on the TLS engine under test (`opts` may name another)."
-  ^Server [handler opts]
-  ;; an :ssl-context is the JDK engine's whatever the test runs on; :openssl refuses one
-  (server/run-server handler (merge {:ssl-provider (if (:ssl-context opts) :auto test-pki/*engine*)}
-                                    opts)))
 
 (defn- describe
   "The test handler: what the request says about its connection, as EDN."
