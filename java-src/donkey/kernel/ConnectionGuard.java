@@ -54,6 +54,12 @@ final class ConnectionGuard {
      * #current} stays null); null on an HTTP/1.x connection.
      */
     ArrayList<Exchange> streams;
+    /**
+     * During an {@link Outbox} drain, the connection's prepared responses, linked through
+     * {@link Exchange#nextPrepared}; null between drains.
+     */
+    Exchange preparedHead;
+    Exchange preparedTail;
     /** HTTP/2: Netty's view of the connection's streams (their state), or null. */
     io.netty.handler.codec.http2.Http2Connection h2;
     /** The peer's address, formatted once, at accept (null when the socket has none). */

@@ -104,6 +104,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
   private Buffer prepared;
   /** The status a worker prepared for {@link #endPrepared}. */
   private int preparedStatus;
+  /** The next prepared response of this connection in an {@link Outbox} drain. */
+  Exchange nextPrepared;
 
   /** The {@code raise} callback of an async handler (made only for async handlers). */
   private final class Raise extends AFn {

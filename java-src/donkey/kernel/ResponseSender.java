@@ -229,25 +229,14 @@ final class ResponseSender {
 
   /**
    * The thread that owns the response, before it ends: on HTTP/1.x a handler's
-   * {@code Connection: close} makes this response the connection's last (RFC 9112 9.6). HTTP/2
-   * has no connection-specific fields (RFC 9113 8.2.2: a client treats a response with one as
-   * malformed), so there a handler's Connection, Keep-Alive, Proxy-Connection,
-   * Transfer-Encoding and Upgrade lines are dropped.
+   * {@code Connection: close} makes this response the connection's last (RFC 9112 9.6). An
+   * HTTP/2 response has no such field: the response writer leaves them out there.
    */
   private static void connectionHeaders(Exchange x, HttpServerResponse resp) {
-    MultiMap h = resp.headers();
-    if (x.h2) {
-      for (CharSequence name : HOP_BY_HOP) h.remove(name);
-      return;
-    }
-    String c = h.get(HttpHeaders.CONNECTION);
+    if (x.h2) return;
+    String c = resp.headers().get(HttpHeaders.CONNECTION);
     if (c != null && HeadCheck.listsClose(c)) x.closeAfterResponse();
   }
-
-  /** The header fields HTTP/2 does not carry. */
-  private static final CharSequence[] HOP_BY_HOP = {HttpHeaders.CONNECTION,
-      HttpHeaders.KEEP_ALIVE, "proxy-connection", HttpHeaders.TRANSFER_ENCODING,
-      HttpHeaders.UPGRADE};
 
   /** How a response with {@code status} to this request is framed ({@link Framing#of}). */
   private static int framing(Exchange x, int status) {

@@ -10,6 +10,7 @@ import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpHeaders;
 import java.nio.charset.Charset;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -38,6 +39,13 @@ final class HeaderPlan {
   /** A compiled plan's header lines, in order; null for a plan made for one response. */
   final CharSequence[] names;
   final CharSequence[] values;
+  /**
+   * The same lines as an HTTP/2 header block takes them ({@link #forHttp2}): names in lower
+   * case, made once here rather than by Vert.x on every response, and no connection-specific
+   * field.
+   */
+  private final CharSequence[] h2Names;
+  private final CharSequence[] h2Values;
   /** True when the handler set {@code Content-Length} or {@code Transfer-Encoding}. */
   final boolean framing;
   final boolean hasDate;
@@ -56,6 +64,17 @@ final class HeaderPlan {
                      boolean hasDate, boolean hasServer, String contentType, Charset charset) {
     this.names = names;
     this.values = values;
+    int n = 0;
+    if (names != null) {
+      for (CharSequence name : names) n += isConnectionField(name) ? 0 : 1;
+    }
+    this.h2Names = names == null ? null : new CharSequence[n];
+    this.h2Values = names == null ? null : new CharSequence[n];
+    for (int i = 0, j = 0; names != null && i < names.length; i++) {
+      if (isConnectionField(names[i])) continue;
+      h2Names[j] = HttpHeaders.createOptimized(names[i].toString().toLowerCase(Locale.ROOT));
+      h2Values[j++] = values[i];
+    }
     this.framing = framing;
     this.hasDate = hasDate;
     this.hasServer = hasServer;
@@ -138,11 +157,45 @@ final class HeaderPlan {
     return HttpHeaders.createOptimized(v);
   }
 
-  /** Adds a compiled plan's lines to an empty header map, after Date and Server. */
+  /**
+   * Adds a compiled plan's lines to an empty header map, after Date and Server; to an HTTP/2
+   * response's, as {@link #forHttp2} has them.
+   */
   void addLines(MultiMap out, CharSequence date, CharSequence server) {
     if (date != null && !hasDate) out.add(HttpHeaders.DATE, date);
     if (server != null && !hasServer) out.add(HttpHeaders.SERVER, server);
-    for (int i = 0; i < names.length; i++) out.add(names[i], values[i]);
+    boolean h2 = forHttp2(out);
+    CharSequence[] ns = h2 ? h2Names : names;
+    CharSequence[] vs = h2 ? h2Values : values;
+    for (int i = 0; i < ns.length; i++) out.add(ns[i], vs[i]);
+  }
+
+  // ---- HTTP/2 header blocks ---------------------------------------------------------------
+
+  /**
+   * True when {@code out} is an HTTP/2 response's header map (any but Vert.x's HTTP/1.x one):
+   * its names go out in lower case, and it carries no connection-specific field (RFC 9113
+   * 8.2.2: a client treats a response with one as malformed).
+   */
+  static boolean forHttp2(MultiMap out) {
+    return out.getClass() != SHARING_HEADERS;
+  }
+
+  /** The fields HTTP/2 does not carry (RFC 9113 8.2.2), in lower case. */
+  private static final CharSequence[] CONNECTION_FIELDS = {HttpHeaders.CONNECTION,
+      HttpHeaders.createOptimized("keep-alive"), HttpHeaders.createOptimized("proxy-connection"),
+      HttpHeaders.TRANSFER_ENCODING, HttpHeaders.createOptimized("upgrade")};
+
+  private static boolean isConnectionField(CharSequence name) {
+    for (CharSequence f : CONNECTION_FIELDS) {
+      if (io.netty.util.AsciiString.contentEqualsIgnoreCase(f, name)) return true;
+    }
+    return false;
+  }
+
+  /** Removes the connection-specific fields from an HTTP/2 response's header map. */
+  static void dropConnectionFields(MultiMap out) {
+    for (CharSequence f : CONNECTION_FIELDS) out.remove(f);
   }
 
   /**

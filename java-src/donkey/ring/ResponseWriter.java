@@ -82,7 +82,8 @@ public final class ResponseWriter {
 
   /**
    * Sets the Date and Server lines and the {@code :headers} value (with its compiled plan, or
-   * null) on an empty header map; returns what the body writer needs of them.
+   * null) on an empty header map, an HTTP/2 response's without connection-specific fields
+   * ({@link HeaderPlan#forHttp2}); returns what the body writer needs of them.
    */
   private static HeaderPlan writeHeaders(MultiMap out, Object headers, HeaderPlan plan,
                                          CharSequence date, CharSequence server) {
@@ -94,6 +95,7 @@ public final class ResponseWriter {
     if (server != null) out.set(io.vertx.core.http.HttpHeaders.SERVER, server);
     if (headers == null) return HeaderPlan.NONE;
     boolean framing = HeaderLines.apply(out, headers);
+    if (HeaderPlan.forHttp2(out)) HeaderPlan.dropConnectionFields(out);
     return HeaderPlan.applied(framing, out.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
   }
 
