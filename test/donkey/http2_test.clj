@@ -105,6 +105,20 @@
                 (is (= expected (:body r))))))
           (finally (h2/close! c)))))))
 
+(deftest the-head-checks-apply-to-streams
+  (with-h2c [port (fn [req] {:status 200 :body (str (get-in req [:headers "host"]))}) {}]
+    (let [c (h2/connect port)]
+      (try
+        (is (= "localhost" (:body (h2/request! c 1 "GET" "/" [["host" "localhost"]] nil))))
+        (let [r (h2/request! c 3 "GET" "/" [["host" "localhost"] ["host" "localhost"]] nil)]
+          (is (= 400 (:status r)))
+          (is (= "Bad Request: more than one Host header" (:body r))))
+        (testing "a Host that is not the :authority: Vert.x resets the stream (PROTOCOL_ERROR)"
+          (is (= 1 (:reset (h2/request! c 5 "GET" "/" [["host" "other"]] nil)))))
+        (testing "and the connection still serves"
+          (is (= 200 (:status (h2/request! c 7 "GET" "/")))))
+        (finally (h2/close! c))))))
+
 (def ^:private connection-fields
   {"Connection" "close" "Keep-Alive" "timeout=5" "Transfer-Encoding" "chunked" "Upgrade" "h2c"
    "Proxy-Connection" "keep-alive" "X-Kept" "1"})

@@ -76,10 +76,9 @@ final class HeadCheck {
     String host = null;
     int hosts = 0;
     MultiMap lines = req.headers();
-    if (lines instanceof io.netty.handler.codec.http.HttpHeaders) {
-      // the decoded lines themselves, in order, without a String made of each name
-      Iterator<Map.Entry<CharSequence, CharSequence>> it =
-          ((io.netty.handler.codec.http.HttpHeaders) lines).iteratorCharSequence();
+    // the decoded lines themselves, in order, without a String made of each name
+    Iterator<Map.Entry<CharSequence, CharSequence>> it = VertxInternals.lines(lines);
+    if (it != null) {
       while (it.hasNext()) {
         Map.Entry<CharSequence, CharSequence> line = it.next();
         CharSequence name = line.getKey();

@@ -24,10 +24,8 @@ final class Http2Streams {
   static void started(Exchange x) {
     ConnectionGuard.streamStarted(x.connection, x);
     // after its response ended, or reset by either side before that; Vert.x calls the
-    // response's close handler on the loop
-    x.response().closeHandler(v -> {
-      if (!x.streamDone) x.handle(null);
-    });
+    // response's close handler on the loop, and the exchange ends a stream once
+    x.response().closeHandler(x);
     HttpServerRequest req = x.request();
     HostAndPort a = req.authority();
     if (a != null && !req.headers().contains(HttpHeaders.HOST)) {

@@ -21,6 +21,7 @@ import io.netty.handler.ssl.SslHandler;
 import io.netty.util.AttributeKey;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
+import io.vertx.core.MultiMap;
 import io.vertx.core.http.Http1ServerConfig;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServerRequest;
@@ -34,7 +35,9 @@ import io.vertx.core.net.impl.ConnectionBase;
 import io.vertx.core.net.impl.SocketAddressImpl;
 import io.vertx.core.transport.Transport;
 import java.net.InetSocketAddress;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -204,6 +207,22 @@ final class VertxInternals {
     io.netty.handler.codec.http2.Http2Stream st = h2.stream(streamId);
     return st == null || st.state() == io.netty.handler.codec.http2.Http2Stream.State.CLOSED
         || st.state() == io.netty.handler.codec.http2.Http2Stream.State.HALF_CLOSED_REMOTE;
+  }
+
+  /**
+   * The header lines of a request head as Netty keeps them, names and values as they were
+   * decoded (no String made of each), in order; null for a header map of another kind. An
+   * HTTP/1.x head's map is Netty's own; an HTTP/2 one's wraps Netty's, pseudo-headers first.
+   * Any thread that may read the request.
+   */
+  static Iterator<Map.Entry<CharSequence, CharSequence>> lines(MultiMap headers) {
+    if (headers instanceof io.netty.handler.codec.http.HttpHeaders) {
+      return ((io.netty.handler.codec.http.HttpHeaders) headers).iteratorCharSequence();
+    }
+    if (headers instanceof io.vertx.core.http.impl.headers.HttpHeaders) {
+      return ((io.vertx.core.http.impl.headers.HttpHeaders) headers).unwrap().iterator();
+    }
+    return null;
   }
 
   /** {@code c}'s Netty pipeline, or null when it has none the kernel knows of. */
