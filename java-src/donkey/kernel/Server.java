@@ -64,37 +64,6 @@ public final class Server extends AFn implements Closeable {
   }
 
   /**
-   * Watchdog thread: warns, once per occurrence, when a non-blocking handler has held its event
-   * loop longer than {@code :blocked-warning} ms, naming the route (Vert.x's own blocked-thread
-   * warning only shows a stack). The loop only publishes which request it is running (no clock
-   * read on the request path); the watchdog times a request from the first check that sees it,
-   * so a warning comes between {@code :blocked-warning} and that plus two check periods after
-   * the handler started. A request's handler runs once, so seeing the same request at two checks
-   * means the loop was held the whole time in between.
-   */
-  private void checkLoops(Exchange[] seen, long[] seenAt, Exchange[] warned) {
-    long limit = config.blockedWarningMs * 1_000_000L;
-    long now = System.nanoTime();
-    for (int i = 0; i < loops.size() && i < warned.length; i++) {
-      Exchange e = loops.get(i).running();
-      if (e != seen[i]) {
-        seen[i] = e;
-        seenAt[i] = now;
-        continue;
-      }
-      if (e == null || e == warned[i]) continue;
-      long held = now - seenAt[i];
-      if (held > limit) {
-        warned[i] = e;
-        System.getLogger("donkey").log(System.Logger.Level.WARNING,
-            "an event loop has been blocked for at least " + held / 1_000_000 + " ms by the "
-            + "non-blocking handler of " + e.handlerName() + " serving " + e.where()
-            + "; non-blocking handlers must not block (use :handler-mode :blocking)");
-      }
-    }
-  }
-
-  /**
    * Starts a server and returns once its socket is bound.
    *
    * <p>The option values are checked once, by {@code donkey.server/run-server}, against the
@@ -118,26 +87,11 @@ public final class Server extends AFn implements Closeable {
     Route.linkForInlining(config.handler);
     Route.linkForInlining(config.notFound);
     Route.linkForInlining(config.errorHandler);
-    // asked for and not served would be a surprise: refused, as the options donkey lacks are
-    if (config.h2 && !config.ssl) {
-      throw new IllegalArgumentException(":h2? true offers HTTP/2 on the TLS listener, and "
-          + "there is none: give :ssl? true or an :ssl-port (or :h2c? true for cleartext)");
-    }
-    if (config.h2c && !config.http) {
-      throw new IllegalArgumentException(":h2c? true serves HTTP/2 on the plaintext listener, "
-          + "which :http? false turns off");
-    }
+    config.checkListeners();
     ServerSSLOptions tls = null;
     if (config.ssl) {
-      if (config.http && config.port != 0 && config.port == config.sslPort) {
-        throw new IllegalArgumentException(":ssl-port " + config.sslPort + " is :port too; "
-            + "give each listener a port of its own");
-      }
       // read and checked here, before any thread is started
       tls = TlsOptions.from(config, config.sslProvider, handshakeTimeoutMs(config));
-    } else if (!config.http) {
-      throw new IllegalArgumentException(":http? false serves nothing without TLS: give "
-          + ":ssl? true or an :ssl-port");
     }
     // before the worker pool, which may start threads: this is what throws for eventLoops < 1
     VertxOptions vertxOptions = new VertxOptions()
@@ -199,14 +153,8 @@ public final class Server extends AFn implements Closeable {
             + "listener's channel was not found");
       }
       if (config.blockedWarningMs > 0) {
-        int n = config.eventLoops;
-        Exchange[] seen = new Exchange[n];
-        long[] seenAt = new long[n];
-        Exchange[] warned = new Exchange[n];
-        long every = Math.max(50, Math.min(1000, config.blockedWarningMs / 4));
-        server.watchdog.scheduleWithFixedDelay(() -> server.checkLoops(seen, seenAt, warned),
-            every, every,
-            TimeUnit.MILLISECONDS);
+        BlockedLoopWarning.schedule(server.watchdog, server.loops, config.eventLoops,
+            config.blockedWarningMs);
       }
       if (config.ssl) {
         server.tlsConfig = config;

@@ -212,6 +212,31 @@ public final class ServerConfig {
     return (int) Math.min(Integer.MAX_VALUE, limit);
   }
 
+  /**
+   * Refuses listener options that contradict each other: a listener or protocol asked for and
+   * not served would be a surprise, so it is refused as the options donkey lacks are.
+   *
+   * @throws IllegalArgumentException naming the options
+   */
+  void checkListeners() {
+    if (h2 && !ssl) {
+      throw new IllegalArgumentException(":h2? true offers HTTP/2 on the TLS listener, and "
+          + "there is none: give :ssl? true or an :ssl-port (or :h2c? true for cleartext)");
+    }
+    if (h2c && !http) {
+      throw new IllegalArgumentException(":h2c? true serves HTTP/2 on the plaintext listener, "
+          + "which :http? false turns off");
+    }
+    if (!ssl && !http) {
+      throw new IllegalArgumentException(":http? false serves nothing without TLS: give "
+          + ":ssl? true or an :ssl-port");
+    }
+    if (ssl && http && port != 0 && port == sslPort) {
+      throw new IllegalArgumentException(":ssl-port " + sslPort + " is :port too; "
+          + "give each listener a port of its own");
+    }
+  }
+
   /** The limit for async handlers in ms, resolved: {@link #asyncTimeoutMs}, or the request one. */
   long asyncTimeoutMs() {
     return asyncTimeoutMs < 0 ? requestTimeoutMs : asyncTimeoutMs;
