@@ -6,7 +6,7 @@
             [clojure.test :refer [deftest is testing]]
             [donkey.test-util :as u :refer [with-server GET request raw header]]
             [ring.core.protocols :as protocols])
-  (:import (donkey.ring Framing ResponseWriter)
+  (:import (donkey.ring Framing ResponseWriter ResponseWriter$LastResponse)
            (io.vertx.core MultiMap)
            (io.vertx.core.buffer Buffer)
            (io.vertx.core.http HttpHeaders HttpServerResponse)
@@ -224,11 +224,30 @@
 
 (defn- write-fixed
   "The header lines and body text `ResponseWriter/writeFixed` makes of `response` on a new
-  response, and the header map it wrote."
+  response, the header map it wrote, and how many times it said the connection closes."
   [response date server]
   (let [m (HttpHeaders/headers)
-        b (ResponseWriter/writeFixed (headers-only m) response date server Framing/BODY)]
-    [(lines m) (when b (.toString ^Buffer b "UTF-8")) m]))
+        closes (atom 0)
+        b (ResponseWriter/writeFixed (headers-only m) response date server Framing/BODY
+                                     (reify ResponseWriter$LastResponse
+                                       (closeAfterResponse [_] (swap! closes inc))))]
+    [(lines m) (when b (.toString ^Buffer b "UTF-8")) m @closes]))
+
+(deftest a-connection-close-in-the-headers-is-told-once-per-response
+  ;; whether the map is written line by line (seen once), from its compiled plan (seen twice)
+  ;; or as a shared block (from the third time), and whatever the case or list around close
+  (doseq [headers [{"Connection" "close"} {"connection" "Keep-Alive, CLOSE"}
+                   {"Connection" ["keep-alive" " close "]} {"CONNECTION" "close" "X" "1"}]]
+    (testing (pr-str headers)
+      (dotimes [i 4]
+        (is (= 1 (peek (write-fixed {:status 200 :headers headers :body "x"} nil nil)))
+            (str "response " (inc i))))))
+  (doseq [headers [{"Connection" "keep-alive"} {"Connection" "closed, x-close"} {"X-Connection" "close"}
+                   {"Content-Type" "text/plain"}]]
+    (testing (pr-str headers)
+      (dotimes [i 4]
+        (is (zero? (peek (write-fixed {:status 200 :headers headers :body "x"} nil nil)))
+            (str "response " (inc i)))))))
 
 (deftest fixed-heads-from-shared-header-blocks
   ;; from its third sight, a constant :headers map's whole head (Date, Server, its lines, the

@@ -5,6 +5,7 @@ import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import donkey.ring.RequestMap;
 import donkey.ring.ResponseMap;
+import donkey.ring.ResponseWriter;
 import donkey.route.Route;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
@@ -37,7 +38,8 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * threads (by compare-and-set); the rest is handed between threads by the worker pool, the
  * outbox or Vert.x, each of which publishes it.
  */
-final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
+final class Exchange extends AFn
+    implements WorkerPool.Queued, Handler<Void>, ResponseWriter.LastResponse {
   private static final System.Logger LOG = System.getLogger("donkey");
 
   private final ServerVerticle loop;
@@ -226,7 +228,8 @@ final class Exchange extends AFn implements WorkerPool.Queued, Handler<Void> {
    * loop, queued before the response's end is), the answer says close, and the connection is
    * closed once it has been sent.
    */
-  void closeAfterResponse() {
+  @Override
+  public void closeAfterResponse() {
     // (an HTTP/2 connection is the client's to end; a handler's Connection header is dropped)
     if (closeAfter || h2) return;
     closeAfter = true;

@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.ring.HeaderLines;
 import donkey.ring.RequestMap;
 import io.netty.util.AsciiString;
 import io.vertx.core.MultiMap;
@@ -93,7 +94,7 @@ final class HeadCheck {
           }
         } else if (n == 7) {
           if (AsciiString.contentEqualsIgnoreCase(name, "upgrade")) {
-            websocket |= lists(line.getValue(), "websocket");
+            websocket |= HeaderLines.lists(line.getValue(), "websocket");
           }
         } else if (n == 14) {
           if (contentLength == null && AsciiString.contentEqualsIgnoreCase(name, "content-length")) {
@@ -114,7 +115,7 @@ final class HeadCheck {
         if (name.isEmpty()) return "Bad Request: a header line without a name";
         if (name.equalsIgnoreCase("host") && hosts++ == 0) host = line.getValue();
         if (name.equalsIgnoreCase("connection")) close |= listsClose(line.getValue());
-        if (name.equalsIgnoreCase("upgrade")) websocket |= lists(line.getValue(), "websocket");
+        if (name.equalsIgnoreCase("upgrade")) websocket |= HeaderLines.lists(line.getValue(), "websocket");
         if (contentLength == null && name.equalsIgnoreCase("content-length")) {
           contentLength = line.getValue();
         }
@@ -181,26 +182,10 @@ final class HeadCheck {
 
   /** True when a Connection value (a comma-separated list of options) lists {@code close}. */
   static boolean listsClose(CharSequence v) {
-    return lists(v, "close");
+    return HeaderLines.lists(v, "close");
   }
 
-  /** True when a comma-separated list of tokens has {@code token}, in any case. */
-  static boolean lists(CharSequence v, String token) {
-    int n = v.length();
-    int t = token.length();
-    int i = 0;
-    while (i < n) {
-      while (i < n && (v.charAt(i) == ' ' || v.charAt(i) == '\t' || v.charAt(i) == ',')) i++;
-      int start = i;
-      while (i < n && v.charAt(i) != ',') i++;
-      int end = i;
-      while (end > start && (v.charAt(end - 1) == ' ' || v.charAt(end - 1) == '\t')) end--;
-      if (end - start == t && AsciiString.regionMatches(v, true, start, token, 0, t)) {
-        return true;
-      }
-    }
-    return false;
-  }
+
 
   /**
    * True when {@code s} is an RFC 3986 {@code host [ ":" port ]}: an IP literal in brackets

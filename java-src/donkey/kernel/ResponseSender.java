@@ -94,9 +94,8 @@ final class ResponseSender {
         return;
       }
       HttpServerResponse resp = x.response();
-      ResponseWriter.writeHead(resp, r, x.loop().answers.date(), x.loop().serverHeader);
+      ResponseWriter.writeHead(resp, r, x.loop().answers.date(), x.loop().serverHeader, x);
       int framing = framing(x, resp.getStatusCode());
-      connectionHeaders(x, resp);
       Object b = r.valAt(ResponseMap.BODY);
       if (kind == ResponseMap.Kind.FILE) {
         ResponseWriter.sendFile(resp, (java.io.File) b, framing);
@@ -121,9 +120,8 @@ final class ResponseSender {
     HttpServerResponse resp = x.response();
     int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
     Buffer b = ResponseWriter.writeFixed(resp, r, x.loop().answers.date(), x.loop().serverHeader,
-        framing(x, status));
+        framing(x, status), x);
     ResponseWriter.status(resp, status);
-    connectionHeaders(x, resp);
     if (b == null) {
       resp.end();
     } else {
@@ -166,7 +164,7 @@ final class ResponseSender {
     try {
       int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
       x.prepared(ResponseWriter.writeFixed(x.response(), r, x.loop().answers.date(),
-          x.loop().serverHeader, framing(x, status)), status);
+          x.loop().serverHeader, framing(x, status), x), status);
     } catch (Throwable t) {
       ErrorAnswers.fail(x, t);
       return;
@@ -179,7 +177,6 @@ final class ResponseSender {
     if (closed(x)) return;
     try {
       ResponseWriter.status(x.response(), status);
-      connectionHeaders(x, x.response());
       ResponseWriter.end(x.response(), body);
       x.endedOnLoop();
     } catch (Throwable t) {
@@ -202,8 +199,7 @@ final class ResponseSender {
     ResponseOutputStream os = null;
     try {
       x.watchEnd();
-      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader);
-      connectionHeaders(x, resp);
+      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, x);
       MultiMap h = resp.headers();
       long declared = Framing.declared(h);
       h.remove(HttpHeaders.CONTENT_LENGTH);
@@ -225,17 +221,6 @@ final class ResponseSender {
         ErrorAnswers.fail(x, t);
       }
     }
-  }
-
-  /**
-   * The thread that owns the response, before it ends: on HTTP/1.x a handler's
-   * {@code Connection: close} makes this response the connection's last (RFC 9112 9.6). An
-   * HTTP/2 response has no such field: the response writer leaves them out there.
-   */
-  private static void connectionHeaders(Exchange x, HttpServerResponse resp) {
-    if (x.h2) return;
-    String c = resp.headers().get(HttpHeaders.CONNECTION);
-    if (c != null && HeadCheck.listsClose(c)) x.closeAfterResponse();
   }
 
   /** How a response with {@code status} to this request is framed ({@link Framing#of}). */

@@ -4,6 +4,7 @@ import clojure.lang.ISeq;
 import clojure.lang.Named;
 import clojure.lang.RT;
 import clojure.lang.Seqable;
+import io.netty.util.AsciiString;
 import io.vertx.core.MultiMap;
 import java.util.Map;
 
@@ -14,40 +15,51 @@ import java.util.Map;
  *
  * <p>Threading: stateless.
  */
-final class HeaderLines {
+public final class HeaderLines {
   private HeaderLines() {}
+
+  /** A flag of {@link #apply}: the handler set {@code Content-Length} or {@code Transfer-Encoding}. */
+  static final int FRAMING = 1;
+  /** A flag of {@link #apply}: a {@code Connection} line lists {@code close}. */
+  static final int CLOSE = 2;
 
   /**
    * Sets {@code headers} on {@code out}: a String value set, a seq value one line per element,
    * nil skipped, other values by their {@code toString}; a name set again case-insensitively
    * replaces the earlier one.
    *
-   * @return true when the handler set {@code Content-Length} or {@code Transfer-Encoding}
+   * @return {@link #FRAMING} and {@link #CLOSE} as they apply, else 0
    * @throws IllegalArgumentException when {@code headers} is not a map, a name is not a token
    *     or a value has a control character, with {@code out} possibly half set
    */
-  static boolean apply(MultiMap out, Object headers) {
+  static int apply(MultiMap out, Object headers) {
     if (!(headers instanceof Map)) {
       throw new IllegalArgumentException(":headers must be a map, got " + headers.getClass().getName());
     }
-    boolean framing = false;
+    int flags = 0;
     for (Object o : ((Map<?, ?>) headers).entrySet()) {
       Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
       String name = name(e.getKey());
-      framing |= isFraming(name);
+      if (isFraming(name)) flags |= FRAMING;
+      boolean connection = name.length() == 10 && name.equalsIgnoreCase("connection");
       Object v = e.getValue();
       if (v instanceof String) {
         out.set(name, value(name, (String) v));
+        if (connection && lists((String) v, "close")) flags |= CLOSE;
       } else if (v instanceof Iterable || v instanceof ISeq || v instanceof Seqable) {
         out.remove(name);
         for (ISeq s = RT.seq(v); s != null; s = s.next()) {
-          out.add(name, value(name, String.valueOf(s.first())));
+          String line = value(name, String.valueOf(s.first()));
+          out.add(name, line);
+          if (connection && lists(line, "close")) flags |= CLOSE;
         }
       } else if (v != null) {
-        out.set(name, value(name, v.toString()));
+        String line = value(name, v.toString());
+        out.set(name, line);
+        if (connection && lists(line, "close")) flags |= CLOSE;
       }
     }
-    return framing;
+    return flags;
   }
 
   /** True for Content-Length and Transfer-Encoding, whose values the kernel decides. */
@@ -87,6 +99,23 @@ final class HeaderLines {
     return v;
   }
 
+  /** True when a comma-separated list of tokens has {@code token}, in any case. */
+  public static boolean lists(CharSequence v, String token) {
+    int n = v.length();
+    int t = token.length();
+    int i = 0;
+    while (i < n) {
+      while (i < n && (v.charAt(i) == ' ' || v.charAt(i) == '\t' || v.charAt(i) == ',')) i++;
+      int start = i;
+      while (i < n && v.charAt(i) != ',') i++;
+      int end = i;
+      while (end > start && (v.charAt(end - 1) == ' ' || v.charAt(end - 1) == '\t')) end--;
+      if (end - start == t && AsciiString.regionMatches(v, true, start, token, 0, t)) {
+        return true;
+      }
+    }
+    return false;
+  }
   private static String quote(String s) {
     return '"' + (s.length() > 64 ? s.substring(0, 64) + "..." : s) + '"';
   }

@@ -31,7 +31,8 @@ import java.util.Map;
  */
 final class HeaderPlan {
   /** The plan of a response without {@code :headers}. */
-  static final HeaderPlan NONE = new HeaderPlan(null, null, false, false, false, null, null);
+  static final HeaderPlan NONE = new HeaderPlan(null, null, false, false, false, null, null,
+      false);
 
   /** The {@code Content-Type} the kernel gives a JSON body when the handler set none. */
   static final CharSequence JSON_TYPE = HttpHeaders.createOptimized(Json.CONTENT_TYPE);
@@ -48,6 +49,8 @@ final class HeaderPlan {
   private final CharSequence[] h2Values;
   /** True when the handler set {@code Content-Length} or {@code Transfer-Encoding}. */
   final boolean framing;
+  /** True when a {@code Connection} line lists {@code close}: the connection's last answer. */
+  final boolean closes;
   final boolean hasDate;
   final boolean hasServer;
   /** The handler's Content-Type, or null. */
@@ -61,7 +64,8 @@ final class HeaderPlan {
   private final Block[] blocks;
 
   private HeaderPlan(CharSequence[] names, CharSequence[] values, boolean framing,
-                     boolean hasDate, boolean hasServer, String contentType, Charset charset) {
+                     boolean hasDate, boolean hasServer, String contentType, Charset charset,
+                     boolean closes) {
     this.names = names;
     this.values = values;
     int n = 0;
@@ -76,6 +80,7 @@ final class HeaderPlan {
       h2Values[j++] = values[i];
     }
     this.framing = framing;
+    this.closes = closes;
     this.hasDate = hasDate;
     this.hasServer = hasServer;
     this.contentType = contentType;
@@ -83,9 +88,13 @@ final class HeaderPlan {
     this.blocks = names == null ? null : new Block[BLOCKS];
   }
 
-  /** The plan of headers applied for one response: its framing flag and Content-Type. */
-  static HeaderPlan applied(boolean framing, String contentType) {
-    return new HeaderPlan(null, null, framing, false, false, contentType, null);
+  /**
+   * The plan of headers applied for one response: its {@link HeaderLines#apply} flags and
+   * Content-Type.
+   */
+  static HeaderPlan applied(int flags, String contentType) {
+    return new HeaderPlan(null, null, (flags & HeaderLines.FRAMING) != 0, false, false,
+        contentType, null, (flags & HeaderLines.CLOSE) != 0);
   }
 
   /** The charset a String body is encoded with: that of the Content-Type, else UTF-8. */
@@ -136,7 +145,7 @@ final class HeaderPlan {
    */
   static HeaderPlan compile(IPersistentMap headers) {
     MultiMap lines = HttpHeaders.headers();
-    boolean framing = HeaderLines.apply(lines, headers);
+    int flags = HeaderLines.apply(lines, headers);
     List<Map.Entry<String, String>> entries = lines.entries();
     CharSequence[] names = new CharSequence[entries.size()];
     CharSequence[] values = new CharSequence[entries.size()];
@@ -145,8 +154,9 @@ final class HeaderPlan {
       values[i] = encoded(entries.get(i).getValue());
     }
     String contentType = lines.get(HttpHeaders.CONTENT_TYPE);
-    return new HeaderPlan(names, values, framing, lines.contains(HttpHeaders.DATE),
-        lines.contains(HttpHeaders.SERVER), contentType, ContentType.responseCharset(contentType));
+    return new HeaderPlan(names, values, (flags & HeaderLines.FRAMING) != 0,
+        lines.contains(HttpHeaders.DATE), lines.contains(HttpHeaders.SERVER), contentType,
+        ContentType.responseCharset(contentType), (flags & HeaderLines.CLOSE) != 0);
   }
 
   /** An ASCII value pre-encoded (Vert.x copies its bytes); others stay Strings, sent as now. */

@@ -39,6 +39,15 @@ public final class ResponseWriter {
   private ResponseWriter() {}
 
   /**
+   * Told, by the thread writing the head, when a handler's headers say {@code Connection:
+   * close}: the response is then its connection's last (RFC 9112 9.6). An HTTP/2 response
+   * carries no Connection line, and its stream's end ends nothing more.
+   */
+  public interface LastResponse {
+    void closeAfterResponse();
+  }
+
+  /**
    * Classes named by the signatures of methods on the response path, resolved through this
    * class's loader when it is initialized: the JIT does not inline a method whose signature
    * names a class its holder's loader has not resolved yet. JMH ExchangeBench.exchange_plaintext
@@ -46,7 +55,7 @@ public final class ResponseWriter {
    */
   @SuppressWarnings("unused")
   private static final Class<?>[] SIGNATURES = {Class.class, Charset.class, Buffer.class,
-      HeaderPlan.class};
+      HeaderPlan.class, LastResponse.class};
 
   /**
    * Sets the status and headers of {@code resp} from the Ring response map, for a body that
@@ -55,15 +64,17 @@ public final class ResponseWriter {
    *
    * @param date the cached HTTP date of the event loop, or null for no Date header
    * @param server the {@code Server} header value, or null for none
+   * @param last told when the headers say {@code Connection: close}
    * @throws IllegalArgumentException for a bad status or header, before anything is sent
    */
   public static void writeHead(HttpServerResponse resp, IPersistentMap response,
-                               CharSequence date, CharSequence server) {
+                               CharSequence date, CharSequence server, LastResponse last) {
     status(resp, ResponseMap.status(response.valAt(ResponseMap.STATUS)));
     Object headers = response.valAt(ResponseMap.HEADERS);
-    writeHeaders(resp.headers(), headers,
+    HeaderPlan head = writeHeaders(resp.headers(), headers,
         headers instanceof IPersistentMap ? HeaderPlan.of((IPersistentMap) headers) : null,
         date, server);
+    if (head.closes) last.closeAfterResponse();
   }
 
   /**
@@ -94,9 +105,9 @@ public final class ResponseWriter {
     if (date != null) out.set(io.vertx.core.http.HttpHeaders.DATE, date);
     if (server != null) out.set(io.vertx.core.http.HttpHeaders.SERVER, server);
     if (headers == null) return HeaderPlan.NONE;
-    boolean framing = HeaderLines.apply(out, headers);
+    int flags = HeaderLines.apply(out, headers);
     if (HeaderPlan.forHttp2(out)) HeaderPlan.dropConnectionFields(out);
-    return HeaderPlan.applied(framing, out.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
+    return HeaderPlan.applied(flags, out.get(io.vertx.core.http.HttpHeaders.CONTENT_TYPE));
   }
 
   /**
@@ -114,11 +125,13 @@ public final class ResponseWriter {
    * @param date the cached HTTP date of the event loop, or null for no Date header
    * @param server the {@code Server} header value, or null for none
    * @param framing {@link Framing#of} the response
+   * @param last told when the headers say {@code Connection: close}
    * @throws IllegalArgumentException for a bad header, a body that cannot be written as JSON,
    *     or a body of no fixed type
    */
   public static Buffer writeFixed(HttpServerResponse resp, IPersistentMap response,
-                                  CharSequence date, CharSequence server, int framing) {
+                                  CharSequence date, CharSequence server, int framing,
+                                  LastResponse last) {
     Object headers = response.valAt(ResponseMap.HEADERS);
     HeaderPlan plan = headers instanceof IPersistentMap ? HeaderPlan.of((IPersistentMap) headers)
         : null;
@@ -135,9 +148,11 @@ public final class ResponseWriter {
       } else {
         plan.addHead(out, date, server, length, jsonType);
       }
+      if (plan.closes) last.closeAfterResponse();
       return b;
     }
     HeaderPlan head = writeHeaders(out, headers, plan, date, server);
+    if (head.closes) last.closeAfterResponse();
     Buffer b = bytes(body, json, head);
     if (json != null && head.contentType == null) {
       out.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, HeaderPlan.JSON_TYPE);

@@ -51,6 +51,8 @@ public class ResponseBench {
   private static final CharSequence DATE =
       HttpHeaders.createOptimized("Mon, 23 Nov 2026 13:30:00 GMT");
   private static final CharSequence SERVER = HttpHeaders.createOptimized("donkey");
+  /** The bench's responses do not close their connection: nothing to tell. */
+  private static final ResponseWriter.LastResponse LAST = () -> { };
 
   private FakeResponse resp;
   private HttpServerRequest req;
@@ -108,9 +110,9 @@ public class ResponseBench {
   }
 
   private void write(IPersistentMap r) {
-    // as the kernel's Exchange.endFixed
+    // as the kernel's ResponseSender.endFixed
     int status = donkey.ring.ResponseMap.status(r.valAt(donkey.ring.ResponseMap.STATUS));
-    Buffer b = ResponseWriter.writeFixed(resp, r, DATE, SERVER, donkey.ring.Framing.BODY);
+    Buffer b = ResponseWriter.writeFixed(resp, r, DATE, SERVER, donkey.ring.Framing.BODY, LAST);
     ResponseWriter.status(resp, status);
     ResponseWriter.end(resp, b);
   }
