@@ -117,6 +117,11 @@ final class ConnectionGuard {
 
   /** This loop's outbox (its flushes are batched per connection); set at start. */
   Outbox outbox;
+  /**
+   * Run after each batch of an HTTP/2 connection's input has been handled, or null; set at
+   * start ({@link ServerVerticle#readDone}).
+   */
+  Runnable readDone;
 
   /**
    * A connection was accepted: refuses it (closes it at once) when over the limit, else tracks
@@ -141,6 +146,7 @@ final class ConnectionGuard {
     if (c.protocolVersion() == HttpVersion.HTTP_2) {
       s.streams = new ArrayList<>();
       s.h2 = VertxInternals.http2(c);
+      if (readDone != null) VertxInternals.afterReads(c, readDone);
     } else {
       // (HTTP/2 ends its input with GOAWAY instead)
       VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));

@@ -107,6 +107,11 @@ final class Outbox implements WorkerPool.HandBack {
     return ready.isEmpty() && !carrying;
   }
 
+  /** Event loop: ends what is ready now, unless a drain is running already. */
+  void drainNow() {
+    if (!draining && !ready.isEmpty()) drain();
+  }
+
   /**
    * Event loop: ends every prepared response, connection by connection (each connection's in
    * the order they were added), releasing each connection's flush after its last. A

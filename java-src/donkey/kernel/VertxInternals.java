@@ -341,6 +341,31 @@ final class VertxInternals {
   }
 
   /**
+   * Event loop, at accept: runs {@code onReadDone} each time Vert.x has handled a batch of
+   * {@code c}'s input (Netty's read-complete event, after Vert.x's HTTP handler).
+   */
+  static void afterReads(HttpConnection c, Runnable onReadDone) {
+    ChannelPipeline p = pipeline(c);
+    if (p != null && p.get("handler") != null) {
+      p.addAfter("handler", "donkey-read-done", new ReadDone(onReadDone));
+    }
+  }
+
+  private static final class ReadDone extends ChannelInboundHandlerAdapter {
+    private final Runnable onReadDone;
+
+    ReadDone(Runnable onReadDone) {
+      this.onReadDone = onReadDone;
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+      onReadDone.run();
+      ctx.fireChannelReadComplete();
+    }
+  }
+
+  /**
    * A pipeline handler between Vert.x and the socket that lets flushes through unless its
    * policy holds them; a close sends what is held first (Vert.x closes right after a last
    * response). Event loop.
