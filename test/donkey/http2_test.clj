@@ -252,6 +252,34 @@
           (is (= HttpClient$Version/HTTP_2 (.version r)))
           (is (= (* 1024 1024) (:body (edn/read-string (.body r))))))))))
 
+(deftest many-streams-on-many-connections-each-get-their-own-answer
+  ;; sync handlers get each connection's streams after its read and their answers are written
+  ;; connection by connection: every stream must still get its own response, whatever the
+  ;; order the workers finish in
+  (with-h2c [port (fn [req]
+                    (when (zero? (mod (hash (:query-string req)) 5)) (Thread/sleep 2))
+                    {:status 200 :headers {"Content-Type" "text/plain"} :body (:query-string req)})
+             {:worker-threads 4}]
+    (let [clients (vec (repeatedly 4 #(-> (HttpClient/newBuilder)
+                                          (.version HttpClient$Version/HTTP_2)
+                                          (.connectTimeout (Duration/ofSeconds 5))
+                                          (.build))))
+          uri (fn [c i] (URI/create (str "http://127.0.0.1:" port "/n?c" c "-" i)))
+          ;; one request each first, so that each client has upgraded its connection to h2c
+          _ (doseq [[c ^HttpClient client] (map-indexed vector clients)]
+              (.send client (.build (HttpRequest/newBuilder ^URI (uri c "up")))
+                     (HttpResponse$BodyHandlers/ofString)))
+          futures (vec (for [[c ^HttpClient client] (map-indexed vector clients)
+                             i (range 60)]
+                         [(str "c" c "-" i)
+                          (.sendAsync client (.build (HttpRequest/newBuilder ^URI (uri c i)))
+                                      (HttpResponse$BodyHandlers/ofString))]))]
+      (doseq [[want ^java.util.concurrent.CompletableFuture f] futures]
+        (let [^HttpResponse r (.get f 20 TimeUnit/SECONDS)]
+          (is (= HttpClient$Version/HTTP_2 (.version r)))
+          (is (= 200 (.statusCode r)))
+          (is (= want (.body r))))))))
+
 (deftest without-h2c-a-prior-knowledge-client-is-refused
   (with-open [s (server/run-server describe {:port 0 :join? false :event-loops 1})]
     (let [c (h2/connect (server/port s))]
