@@ -190,9 +190,7 @@ final class WebSocketUpgrade {
   /** True when one of {@code values} (comma-separated lists) has {@code token}, in any case. */
   static boolean lists(List<String> values, String token) {
     for (String v : values) {
-      for (String t : v.split(",")) {
-        if (t.trim().equalsIgnoreCase(token)) return true;
-      }
+      if (donkey.ring.HeaderLines.lists(v, token)) return true;
     }
     return false;
   }
