@@ -151,6 +151,17 @@ public final class ResponseWriter {
       if (plan.closes) last.closeAfterResponse();
       return b;
     }
+    return writeLines(out, headers, plan, body, json, date, server, framing, last);
+  }
+
+  /**
+   * {@link #writeFixed} for a response without a shared block: its header lines one by one.
+   * Its own method so that writeFixed's common case stays small enough for the JIT to inline
+   * into the caller (ExchangeBench.exchange_plaintext).
+   */
+  private static Buffer writeLines(MultiMap out, Object headers, HeaderPlan plan, Object body,
+                                   Buffer json, CharSequence date, CharSequence server,
+                                   int framing, LastResponse last) {
     HeaderPlan head = writeHeaders(out, headers, plan, date, server);
     if (head.closes) last.closeAfterResponse();
     Buffer b = bytes(body, json, head);
