@@ -63,11 +63,13 @@
 
 (defn request-headers
   "Netty headers for a request: :method `method`, :path `path`, :scheme http, :authority
-  localhost, then `extra`, [name value] pairs (lower-case names)."
+  localhost (or the value of a \":authority\" pair in `extra`), then `extra`'s other
+  [name value] pairs (lower-case names)."
   ^Http2Headers [method path extra]
-  (let [h (doto (DefaultHttp2Headers. false)
-            (.method method) (.path path) (.scheme "http") (.authority "localhost"))]
-    (doseq [[k v] extra] (.add h ^CharSequence k ^CharSequence v))
+  (let [authority (some (fn [[k v]] (when (= ":authority" k) v)) extra)
+        h (doto (DefaultHttp2Headers. false)
+            (.method method) (.path path) (.scheme "http") (.authority (or authority "localhost")))]
+    (doseq [[k v] extra :when (not= ":authority" k)] (.add h ^CharSequence k ^CharSequence v))
     h))
 
 (defn encoder

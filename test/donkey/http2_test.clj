@@ -117,6 +117,16 @@
           (is (= 1 (:reset (h2/request! c 5 "GET" "/" [["host" "other"]] nil)))))
         (testing "and the connection still serves"
           (is (= 200 (:status (h2/request! c 7 "GET" "/")))))
+        (testing "without a Host line, each stream's Host is its own :authority"
+          (doseq [[id authority] [[9 "a.example:8443"] [11 "b.example"] [13 "a.example:8443"]
+                                  [15 "[::1]:8080"] [17 "b.example"]]]
+            (let [r (h2/request! c id "GET" "/" [[":authority" authority]] nil)]
+              (is (= 200 (:status r)) authority)
+              (is (= authority (:body r))))))
+        (testing "a Host line beside the :authority is the one seen"
+          (is (= "b.example" (:body (h2/request! c 19 "GET" "/"
+                                                 [[":authority" "b.example"] ["host" "b.example"]]
+                                                 nil)))))
         (finally (h2/close! c))))))
 
 (def ^:private connection-fields

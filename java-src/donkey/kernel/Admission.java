@@ -43,6 +43,7 @@ final class Admission {
     String bad;
     try {
       bad = check.check(x.request());
+      if (bad == null && x.h2 && !check.hasHost()) bad = Http2Streams.hostFromAuthority(x, check);
     } catch (RuntimeException e) {
       LOG.log(Level.ERROR, "the head of " + x.where() + " could not be checked", e);
       bad = "Bad Request: malformed request";

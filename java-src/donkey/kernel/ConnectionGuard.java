@@ -60,6 +60,9 @@ final class ConnectionGuard {
      */
     Exchange preparedHead;
     Exchange preparedTail;
+    /** HTTP/2: the last stream's :authority and its text ({@link Http2Streams}), or null. */
+    io.vertx.core.net.HostAndPort authority;
+    String authorityText;
     /** HTTP/2: Netty's view of the connection's streams (their state), or null. */
     io.netty.handler.codec.http2.Http2Connection h2;
     /** The peer's address, formatted once, at accept (null when the socket has none). */

@@ -86,11 +86,23 @@ final class HeadCheck {
     if (hosts > 1) return "Bad Request: more than one Host header";
     if (hosts == 0) {
       if (req.version() == HttpVersion.HTTP_1_1) return "Bad Request: no Host header";
-    } else if (!host.equals(validHost)) {
-      if (!isAuthority(host, true)) return "Bad Request: invalid Host header";
-      validHost = host;
+    } else if (!validHost(host)) {
+      return "Bad Request: invalid Host header";
     }
     return null;
+  }
+
+  /** True when the head {@link #check} saw last had a Host line. */
+  boolean hasHost() {
+    return hosts != 0;
+  }
+
+  /** True when {@code host} is a valid Host value ({@link #isAuthority}, empty allowed). */
+  boolean validHost(String host) {
+    if (host.equals(validHost)) return true;
+    if (!isAuthority(host, true)) return false;
+    validHost = host;
+    return true;
   }
 
   /**

@@ -16,21 +16,42 @@ final class Http2Streams {
 
   /**
    * As {@code x}, an HTTP/2 request, arrives: counts it among its connection's streams, and
-   * has its stream's close end it. Its Host comes from {@code :authority} when it has none, as
-   * a gateway to HTTP/1.1 would give it (RFC 9113 8.3.1): Ring handlers and middleware read the
-   * host from {@code :headers}. (Vert.x has checked that a Host sent beside an
-   * {@code :authority} names the same host and port.)
+   * has its stream's close end it.
    */
   static void started(Exchange x) {
     ConnectionGuard.streamStarted(x.connection, x);
     // after its response ended, or reset by either side before that; Vert.x calls the
     // response's close handler on the loop, and the exchange ends a stream once
     x.response().closeHandler(x);
-    HttpServerRequest req = x.request();
-    HostAndPort a = req.authority();
-    if (a != null && !req.headers().contains(HttpHeaders.HOST)) {
-      req.headers().set(HttpHeaders.HOST, a.toString());
+  }
+
+  /**
+   * After the head check of {@code x}, an HTTP/2 request without a Host line: its Host from
+   * its {@code :authority}, as a gateway to HTTP/1.1 would give it (RFC 9113 8.3.1), since
+   * Ring handlers and middleware read the host from {@code :headers}. (A Host sent beside an
+   * {@code :authority} Vert.x has checked names the same host and port.) A connection's
+   * streams usually name the same authority, so its text is made once per connection.
+   *
+   * @return null, or the reason for a 400 when the authority is not a valid Host value
+   */
+  static String hostFromAuthority(Exchange x, HeadCheck check) {
+    HostAndPort a = x.request().authority();
+    if (a == null) return null;
+    ConnectionGuard.State c = x.connection;
+    String host;
+    if (c != null && a.equals(c.authority)) {
+      host = c.authorityText;
+    } else {
+      host = a.toString();
+      if (c != null) {
+        c.authority = a;
+        c.authorityText = host;
+      }
     }
+    if (!check.validHost(host)) return "Bad Request: invalid :authority";
+    // (no Host line to replace)
+    x.request().headers().add(HttpHeaders.HOST, host);
+    return null;
   }
 
   /**
