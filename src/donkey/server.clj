@@ -5,22 +5,59 @@
   this namespace has the options checked once, at start-up (by `donkey.options`), and gets out
   of the way."
   (:require [donkey.options :as options :refer [fail]]
-            [donkey.routes :as routes]
-            [donkey.websocket :as websocket])
+            [donkey.routes :as routes])
   (:import (clojure.lang IFn)
            (donkey.kernel Server ServerConfig)))
 
 (set! *warn-on-reflection* true)
 
+(defn- loaded-var
+  "The bound var `sym` names when its namespace has been loaded; nil otherwise. Never loads
+  one: a value can only satisfy a protocol whose namespace has been loaded, and loading
+  ring-core's from source costs a cold JVM most of a second of start-up and of JIT time."
+  ([sym] (loaded-var (symbol (namespace sym)) (symbol (name sym))))
+  ([ns-sym name-sym]
+   (when-let [ns (find-ns ns-sym)]
+     (let [v (ns-resolve ns name-sym)]
+       (when (and (var? v) (.isBound ^clojure.lang.Var v)) v)))))
+
+(defn- once-loaded
+  "A fn of no arguments that returns `(make)` once `(loaded-var sym)` is non-nil, and nil
+  until then; `make` runs at most once per thread race, its result kept. Any thread."
+  [sym make]
+  (let [made (volatile! nil)
+        ns-sym (symbol (namespace sym))
+        name-sym (symbol (name sym))]
+    (fn []
+      (or @made
+          (when (loaded-var ns-sym name-sym)
+            (vreset! made (make)))))))
+
 (defn- streamable-fns
-  "When ring-core is on the classpath, the two fns the kernel uses to write bodies through
-  `ring.core.protocols/StreamableResponseBody`; nil otherwise."
+  "The two fns the kernel writes bodies through `ring.core.protocols/StreamableResponseBody`
+  with: `(fn [body response out])` and `(fn [body])`, true when it can write `body`. The
+  kernel calls them only for a body of a type it does not know; until the app has loaded
+  ring-core's protocols no body can satisfy them, and the predicate answers false."
   []
-  (when-let [write (try (requiring-resolve 'ring.core.protocols/write-body-to-stream)
-                        (catch Exception _ nil))]
-    (let [protocol @(requiring-resolve 'ring.core.protocols/StreamableResponseBody)]
-      [(fn [body response out] (write body response out))
-       (fn [body] (satisfies? protocol body))])))
+  (let [protocol (once-loaded 'ring.core.protocols/write-body-to-stream
+                              (fn [] [@(loaded-var 'ring.core.protocols/write-body-to-stream)
+                                      @(loaded-var 'ring.core.protocols/StreamableResponseBody)]))]
+    [(fn [body response out]
+       (let [[write] (protocol)] (write body response out)))
+     (fn [body]
+       (if-let [[_ p] (protocol)] (satisfies? p body) false))]))
+
+(defn- ws-listener-adapter
+  "The kernel's adapter for WebSocket listeners that satisfy `ring.websocket.protocols/Listener`
+  (ring-core 1.11+), built by `donkey.websocket/protocol-adapter` when the app has loaded that
+  namespace: at once when it has by now, else at the first such listener. donkey.websocket is
+  loaded only then, so a server without Ring's WebSocket API does not compile it at start-up."
+  []
+  (let [adapter (once-loaded 'ring.websocket.protocols/Listener
+                             (fn [] ((requiring-resolve 'donkey.websocket/protocol-adapter))))]
+    (adapter)
+    (fn [listener]
+      (when-let [a (adapter)] (a listener)))))
 
 (defn- set-routes!
   "Compiles a route-table spec into `cfg`."
@@ -47,11 +84,10 @@
     (if (map? handler)
       (set-routes! cfg handler)
       (set! (.handler cfg) ^IFn handler))
-    (when-let [[write pred] (streamable-fns)]
+    (let [[write pred] (streamable-fns)]
       (set! (.streamableWriter cfg) ^IFn write)
       (set! (.streamablePred cfg) ^IFn pred))
-    (when-let [adapt (websocket/protocol-adapter)]
-      (set! (.wsListenerAdapter cfg) ^IFn adapt))
+    (set! (.wsListenerAdapter cfg) ^IFn (ws-listener-adapter))
     cfg))
 
 ;; The options part of the docstring is generated from the option table, so that it lists
