@@ -1,8 +1,10 @@
-# Shared by bench/run.sh, bench/latency.sh and bench/websocket.sh (sourced, not run): settings, build, and
-# starting/stopping one pinned server at a time. See run.sh for the environment variables.
+# shellcheck shell=bash
+# Shared by the bench scripts (sourced, not run): settings, build, starting/stopping one pinned
+# server at a time, and (run.sh, compare.sh) the start-up / warm-up / steady-state measurement of
+# one fresh JVM. See run.sh for the environment variables.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+cd "$ROOT" || exit 1
 
 RUNS="${RUNS:-5}"
 DURATION="${DURATION:-10}"
@@ -21,6 +23,7 @@ SERVER_CPU="${SERVER_CPU:-0}"
 LOAD_CPU="${LOAD_CPU:-1}"
 
 OUT="$ROOT/target/bench"
+# shellcheck disable=SC2034  # used by the scripts that source this file
 RESULTS="$OUT/results"
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -55,22 +58,26 @@ ensure_tools() {
   [ "$(nproc)" -ge 2 ] || log "WARNING: fewer than 2 cores; server and load generator share a CPU"
 }
 
-# Compiles the kernel and bench/java into target/bench/classes and writes the classpath the
-# servers start with (target/bench/bench.cp), so lein is not in the measured process.
+# build [DIR]: compiles the kernel and bench/java of the tree at DIR (default: this one) into
+# DIR/target/bench/classes and writes the classpath the servers start with
+# (DIR/target/bench/bench.cp), so lein is not in the measured process.
 build() {
-  mkdir -p "$OUT"
-  log "building: lein with-profile +bench javac; lein with-profile +bench classpath"
-  lein with-profile +bench javac >"$OUT/javac.log" 2>&1 || { cat "$OUT/javac.log" >&2; die "javac failed"; }
-  lein with-profile +bench classpath 2>"$OUT/classpath.err" | tail -n 1 >"$OUT/lein.cp"
-  [ -s "$OUT/lein.cp" ] || { cat "$OUT/classpath.err" >&2; die "lein classpath failed"; }
+  local dir="${1:-$ROOT}"
+  local out="$dir/target/bench"
+  mkdir -p "$out"
+  log "building in $dir: lein with-profile +bench javac; lein with-profile +bench classpath"
+  (cd "$dir" && lein with-profile +bench javac) >"$out/javac.log" 2>&1 \
+    || { cat "$out/javac.log" >&2; die "javac failed in $dir"; }
+  (cd "$dir" && lein with-profile +bench classpath) 2>"$out/classpath.err" | tail -n 1 >"$out/lein.cp"
+  [ -s "$out/lein.cp" ] || { cat "$out/classpath.err" >&2; die "lein classpath failed in $dir"; }
   # Debian's jars name /usr/share/java/clojure.jar (Clojure 1.11) and friends in their manifest
   # Class-Path; the JVM searches those right after the jar naming them, ahead of the Maven
   # Central jars lein resolved. bench/classpath.py swaps in copies without that attribute.
-  python3 "$ROOT/bench/classpath.py" "$OUT/lein.cp" "$ROOT" "$OUT/lib" "$OUT/snapshot" >"$OUT/bench.cp" 2>"$OUT/classpath.log"
+  python3 "$ROOT/bench/classpath.py" "$out/lein.cp" "$dir" "$out/lib" "$out/snapshot" >"$out/bench.cp" 2>"$out/classpath.log"
 }
 
 ensure_built() {
-  if [ "$SKIP_BUILD" != 1 ] || [ ! -s "$OUT/bench.cp" ]; then build; fi
+  if [ "$SKIP_BUILD" != 1 ] || [ ! -s "$OUT/bench.cp" ]; then build "$ROOT"; fi
   CP="$(cat "$OUT/bench.cp")"
 }
 
@@ -120,27 +127,36 @@ select_variants() {  # select_variants VARIANT...: ACTIVE=(those whose JVM is in
 
 port_busy() { ss -ltnH "sport = :$PORT" 2>/dev/null | grep -q .; }
 
+now_us() { echo "${EPOCHREALTIME//[.,]/}"; }  # wall clock in microseconds, without a fork
+
 # start_server VARIANT LOGFILE [JVM opts...]: starts the server pinned to SERVER_CPU and waits
-# until it answers; returns 1 if it dies or does not answer within 60 s.
+# until GET /plaintext answers 200, polling with curl every ~20 ms; returns 1 if it dies or does
+# not answer within 60 s. Sets READY_US (the wall clock at that first 200) and STARTUP_US (from
+# just before the exec of taskset, which execs java, to READY_US).
 start_server() {
   local variant="$1" logfile="$2"; shift 2
   local java; java="$(java_of "$variant")"
   local main; main="$(main_of "$variant")" || die "unknown variant $variant"
-  local i
+  local i t0 code
   for i in $(seq 1 50); do port_busy || break; sleep 0.2; done
   port_busy && die "port $PORT is in use (set PORT=...)"
+  READY_US=""; STARTUP_US=""
+  t0="$(now_us)"
   # shellcheck disable=SC2086
   taskset -c "$SERVER_CPU" "$java" -XX:ActiveProcessorCount=1 $JVM_OPTS "$@" \
     -Ddonkey.bench.json="${JSON_MODE_RESOLVED:-app}" -cp "$CP" $main >"$logfile" 2>&1 &
   SERVER_PID=$!
-  for i in $(seq 1 600); do  # a cold Clojure start on a busy machine is slow
+  while [ $(( $(now_us) - t0 )) -lt 60000000 ]; do  # a cold Clojure start on a busy machine is slow
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
       cat "$logfile" >&2; SERVER_PID=""; return 1
     fi
-    curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/plaintext" && return 0
-    sleep 0.1
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$PORT/plaintext" || true)"
+    if [ "$code" = 200 ]; then
+      READY_US="$(now_us)"; STARTUP_US=$(( READY_US - t0 )); return 0
+    fi
+    sleep 0.02
   done
-  log "$variant did not answer within 60 s"; return 1
+  log "$variant did not answer 200 within 60 s"; return 1
 }
 
 stop_server() {
@@ -207,12 +223,13 @@ check_reflection() {
 # ----------------------------------------------------------------------------------- wrk
 depth_of() { if [ "$1" = plaintext ]; then echo "$PIPELINE"; else echo 1; fi; }
 
-# wrk_run SECONDS TEST OUTFILE [CONNECTIONS]: one wrk run pinned to LOAD_CPU; prints the
-# fields of its RESULT line (bench/pipeline.lua), nothing if wrk failed.
+# wrk_run SECONDS TEST OUTFILE [CONNECTIONS] [SHAPE]: one wrk run pinned to LOAD_CPU; prints
+# the fields of its RESULT line (bench/pipeline.lua), nothing if wrk failed. SHAPE is a request
+# shape of pipeline.lua (minimal, techempower, browser); without it, Host and Accept: */*.
 wrk_run() {
-  local secs="$1" test="$2" outfile="$3" conns="${4:-$CONNECTIONS}"
+  local secs="$1" test="$2" outfile="$3" conns="${4:-$CONNECTIONS}" shape="${5:-}"
   taskset -c "$LOAD_CPU" wrk -t"$WRK_THREADS" -c"$conns" -d"${secs}s" --timeout 5s \
-    -s "$ROOT/bench/pipeline.lua" "http://127.0.0.1:$PORT/$test" -- "$(depth_of "$test")" \
+    -s "$ROOT/bench/pipeline.lua" "http://127.0.0.1:$PORT/$test" -- "$(depth_of "$test")" ${shape:+"$shape"} \
     >"$outfile" 2>&1 || true
   grep '^RESULT ' "$outfile" | tail -n 1 | sed 's/^RESULT //' || true
 }
@@ -227,4 +244,124 @@ errors_of() {  # errors_of "RESULT fields": non-2xx plus socket errors; -1 when 
   local r="$1"
   if [ -z "$r" ]; then echo -1; return; fi
   echo $(( $(field non2xx "$r") + $(field connect "$r") + $(field read "$r") + $(field write "$r") + $(field timeout "$r") ))
+}
+
+# ------------------------------------------- start-up, warm-up and steady state of one fresh JVM
+# Used by run.sh and compare.sh; the settings are described in run.sh's header. Each script sets
+# SHAPES itself.
+WARM_WINDOWS="${WARM_WINDOWS:-10}"
+STEADY_WINDOW="${STEADY_WINDOW:-5}"
+STEADY_TOL="${STEADY_TOL:-3}"
+STEADY_MAX="${STEADY_MAX:-60}"
+SETTLE="${SETTLE:-2}"
+
+check_measure_settings() {
+  local v s
+  for v in WARM_WINDOWS:600 STEADY_WINDOW:600 STEADY_MAX:3600 SETTLE:60; do
+    check_int "${v%%:*}" "${v#*:}"
+  done
+  if ! [[ "$STEADY_TOL" =~ ^[0-9]+(\.[0-9]+)?$ ]] \
+      || ! awk -v t="$STEADY_TOL" 'BEGIN { exit !(t > 0 && t < 100) }'; then
+    die "STEADY_TOL must be a percentage above 0 and below 100, got '$STEADY_TOL'"
+  fi
+  for s in $SHAPES; do
+    case "$s" in minimal|techempower|browser) ;; *) die "unknown request shape '$s' in SHAPES" ;; esac
+  done
+  [[ " $SHAPES " == *" minimal "* ]] || die "SHAPES must include minimal: its figure is the steady state"
+}
+
+# pin_self: the calling script (and so its curl polls, wrk, awk and python) on LOAD_CPU, off the
+# server's CPU; the server itself is started with its own taskset.
+pin_self() { taskset -pc "$LOAD_CPU" $$ >/dev/null; }
+
+# runs.tsv: one row per window of load, and one per JVM start (phase startup, its time in
+# seconds). seconds: the window's length as wrk measured it; t_end: seconds from the server's
+# first 200 to the end of the window; note: on the last steady window, agreed or max; on a
+# start that failed, start-failed.
+RUNS_COLUMNS="round variant test phase shape window seconds rps p99_us errors loadavg t_end note"
+tsv_header() { tr ' ' '\t' <<<"$RUNS_COLUMNS" >"$1"; }
+tsv_row() { local file="$1"; shift; (IFS=$'\t'; echo "$*") >>"$file"; }  # tsv_row FILE FIELD...
+us_to_s() { printf '%d.%06d' $(( $1 / 1000000 )) $(( $1 % 1000000 )); }  # a non-negative count of us
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
+
+# load_window PHASE SHAPE INDEX SECONDS: one wrk run against the JVM measure_jvm is measuring;
+# sets W_* for emit_window; returns 1 when a request failed or wrk did.
+load_window() {
+  W_PHASE="$1"; W_SHAPE="$2"; W_INDEX="$3"
+  local secs="$4" r dur
+  r="$(wrk_run "$secs" "$M_TEST" "$M_DIR/wrk-$M_LABEL-$M_TEST-r$M_ROUND-$W_PHASE-$W_SHAPE-$W_INDEX.txt" \
+       "$CONNECTIONS" "$W_SHAPE")"
+  W_TEND="$(us_to_s $(( $(now_us) - READY_US )))"
+  W_ERR="$(errors_of "$r")"; W_RPS="$(field rps "$r")"; W_P99="$(field p99_us "$r")"
+  dur="$(field duration_us "$r")"
+  if [ -n "$dur" ]; then W_SECS="$(us_to_s "$dur")"; else W_SECS="$secs"; fi
+  W_RPS="${W_RPS:-0}"; W_P99="${W_P99:--1}"
+  [ "$W_ERR" -eq 0 ]
+}
+
+emit_window() {  # emit_window NOTE: the row of the last load_window
+  tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" "$W_PHASE" "$W_SHAPE" "$W_INDEX" "$W_SECS" \
+    "$W_RPS" "$W_P99" "$W_ERR" "$(loadavg)" "$W_TEND" "$1"
+}
+
+agree() {  # agree A B: A and B (req/s) differ by at most STEADY_TOL percent of the larger
+  awk -v a="$1" -v b="$2" -v t="$STEADY_TOL" \
+    'BEGIN { m = (a > b) ? a : b; d = a - b; if (d < 0) d = -d; exit !(m > 0 && d <= m * t / 100) }'
+}
+
+krps() { awk -v r="$1" 'BEGIN { printf "%.0fk", r / 1000 }'; }
+
+# measure_jvm LABEL VARIANT TEST ROUND DIR TSV: starts VARIANT on the classpath $CP in a fresh
+# JVM and measures TEST on it, appending rows to TSV (logs in DIR, named after LABEL):
+#   1. start-up: from the exec of java to the first 200 from /plaintext (start_server);
+#   2. check_endpoints for TEST (a couple of curl requests), right after that first 200;
+#   3. warm-up: WARM_WINDOWS consecutive 1-second wrk windows, minimal shape;
+#   4. steady-seeking: STEADY_WINDOW-second windows, minimal shape, until two consecutive ones
+#      agree within STEADY_TOL percent (note agreed) or the next window would take this phase
+#      past STEADY_MAX seconds (note max); at least one window;
+#   5. for each shape of SHAPES: a SETTLE-second run (phase settle, new connections), then
+#      DURATION seconds measured (phase measure).
+# Returns 1 when the server did not start, answered wrongly, a request failed in any window,
+# or the bench app printed a reflection warning.
+measure_jvm() {
+  M_LABEL="$1"; M_TEST="$3"; M_ROUND="$4"; M_DIR="$5"; M_TSV="$6"
+  local variant="$2" bad=0 i total prev note shape warm=""
+  local slog="$M_DIR/server-$M_LABEL-$M_TEST-r$M_ROUND.log"
+  if ! start_server "$variant" "$slog"; then
+    log "    $M_LABEL failed to start; log: $slog"; stop_server
+    tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 0 0 -1 -1 "$(loadavg)" 0 start-failed
+    return 1
+  fi
+  tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 "$(us_to_s "$STARTUP_US")" 0 -1 0 "$(loadavg)" 0 -
+  check_endpoints "$variant" "$M_DIR" "$M_TEST" || { log "    $M_LABEL answers wrongly; log: $slog"; bad=1; }
+  for i in $(seq 1 "$WARM_WINDOWS"); do
+    load_window warmup minimal "$i" 1 || bad=1
+    emit_window -
+    warm+=" $(krps "$W_RPS")"
+  done
+  log "    $M_TEST: start-up $(us_to_s "$STARTUP_US" | cut -c1-5) s; warm-up req/s by second:$warm"
+  i=0; total=0; prev=""
+  while :; do
+    i=$((i + 1))
+    load_window steady minimal "$i" "$STEADY_WINDOW" || bad=1
+    total=$((total + STEADY_WINDOW))
+    note=-
+    if [ -n "$prev" ] && agree "$prev" "$W_RPS"; then note=agreed
+    elif [ $((total + STEADY_WINDOW)) -gt "$STEADY_MAX" ]; then note=max
+    fi
+    emit_window "$note"
+    [ "$note" = - ] || break
+    prev="$W_RPS"
+  done
+  log "    $M_TEST: steady-seeking: $i window(s) of ${STEADY_WINDOW}s, ended by $note at ${W_TEND%????}s after the first 200"
+  for shape in $SHAPES; do
+    load_window settle "$shape" 1 "$SETTLE" || bad=1
+    emit_window -
+    load_window measure "$shape" 1 "$DURATION" || bad=1
+    emit_window -
+    log "    $M_TEST $shape: $W_RPS req/s, p99 $W_P99 us, errors $W_ERR, load average $(loadavg)"
+  done
+  check_reflection "$M_LABEL" "$slog" || bad=1
+  stop_server
+  return $bad
 }

@@ -10,28 +10,66 @@
 #   donkey-sync-j25 (not in the default set) donkey-sync on Temurin 25, to tell the JVM's
 #                share from the virtual threads' share
 # Each server is pinned to CPU 0 (`taskset -c 0 java -XX:ActiveProcessorCount=1`, one event
-# loop); wrk is pinned to CPU 1. /plaintext is pipelined PIPELINE deep, /json is not pipelined.
-# Each (variant, test) is measured RUNS times, interleaved across variants (A B C A B C ...), a
-# fresh JVM per round with a WARMUP-second wrk run before each measured one; the table shows
-# medians. Five rounds by default: on the 2-core VM this was built on, the same server moves
-# by 20% and more from one JVM start to the next (JIT outcomes, other tenants), and a median
-# of three moved with it. Exits non-zero when any request failed (non-2xx or socket error, warm-ups included),
-# a server answered wrongly, or the app printed a reflection warning.
+# loop, the same JVM flags for every server); wrk is pinned to CPU 1, and so is this script (its
+# curl polls and helpers). /plaintext is pipelined PIPELINE deep, /json is not pipelined.
+#
+# Each (variant, test) runs RUNS times, interleaved across variants (A B C A B C ...), a fresh
+# JVM each time, so that the json warm-up is not pre-warmed by plaintext (bench/lib.sh,
+# measure_jvm):
+#   1. start-up: from the exec of java to the first 200 from /plaintext, polled with curl every
+#      ~20 ms;
+#   2. the endpoint check of the test (status, body, Content-Type, Date, Server: two curl
+#      requests), right after that first 200, before any load;
+#   3. warm-up: WARM_WINDOWS consecutive 1-second wrk windows in the minimal shape, each
+#      window's req/s recorded;
+#   4. steady-seeking: STEADY_WINDOW-second windows in the minimal shape until two consecutive
+#      ones agree within STEADY_TOL percent (of the larger), or until the next window would take
+#      this phase past STEADY_MAX seconds of load (not counting the warm-up); which of the two
+#      ended it is reported;
+#   5. for each request shape of SHAPES, in the same JVM: a SETTLE-second run in that shape (its
+#      connections are new), then DURATION seconds measured. The steady state is the measured
+#      figure of the minimal shape.
+# Request shapes (bench/pipeline.lua): minimal (request line and Host: wrk's default request),
+# techempower (Host, TechEmpower's Accept for the test, Connection: keep-alive), browser (the
+# dozen-odd headers of a desktop Chrome page load, with a cookie of a few hundred bytes).
+# The tables (medians over rounds; every ratio is to raw-vertx in the same run):
+#   (a) start-up per variant: median over every start (RUNS x tests), min..max;
+#   (b) warm-up per variant and test: mean req/s of the first 5 and the first 10 one-second
+#       windows, the time from the first 200 to the end of the first window (warm-up, then
+#       steady-seeking) at >= 90% of that JVM's steady state ("> N s" when none got there);
+#   (c) steady state per variant, test and shape: req/s, min..max, p99, errors, and in how
+#       many rounds the steady-seeking windows agreed (the others stopped at STEADY_MAX).
+# Five rounds by default: on the 2-core VM this was built on, the same server moves by 20% and
+# more from one JVM start to the next (JIT outcomes, other tenants), and a median of three
+# moved with it. Exits non-zero when any request failed (non-2xx or socket error, in any
+# window, warm-ups included), a server answered wrongly, or the app printed a reflection
+# warning.
 #
 # Environment (defaults in brackets):
-#   RUNS [5]  DURATION [10] s  WARMUP [3] s  CONNECTIONS [256]  PIPELINE [16]  WRK_THREADS [1]
+#   RUNS [5]  DURATION [10] s measured per shape  WARM_WINDOWS [10] one-second windows
+#   STEADY_WINDOW [5] s  STEADY_TOL [3] percent  STEADY_MAX [60] s  SETTLE [2] s per shape
+#   SHAPES ["minimal techempower browser"] (must include minimal)
+#   CONNECTIONS [256]  PIPELINE [16]  WRK_THREADS [1]
 #   VARIANTS ["raw-vertx donkey-nb donkey-sync donkey-vt jetty"]  TESTS ["plaintext json"]
 #   JSON_MODE [auto]: kernel (donkey variants return the map, the kernel's JSON codec writes it),
 #            app (the app serializes with Jackson), auto (kernel when a probe shows it works)
 #   PORT [18480]  JAVA [java]  JAVA25 [/usr/lib/jvm/temurin-25-jdk-amd64/bin/java]
 #   JVM_OPTS ["-Xms1g -Xmx1g"]  SKIP_BUILD [0]: 1 reuses target/bench/bench.cp
-# Quick smoke run: RUNS=1 DURATION=2 WARMUP=1 bash bench/run.sh
-# Output: the table on stdout; every run and server log under target/bench/results/<stamp>/.
+#   SERVER_CPU [0]  LOAD_CPU [1]
+# With the defaults one JVM takes from about 1 to 2 minutes, and the whole run 50 of them.
+# Quick smoke run:
+#   RUNS=1 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 DURATION=2 bash bench/run.sh
+# Output: the tables on stdout and in target/bench/results/<stamp>/table.md (copied to
+# target/bench/results/latest-throughput.md); every window in runs.tsv there (columns in
+# bench/lib.sh, RUNS_COLUMNS), every wrk output and server log beside it; raw-vertx's steady
+# json minimal median in target/bench/results/peak-json-rps, for bench/latency.sh.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VARIANTS="${VARIANTS:-raw-vertx donkey-nb donkey-sync donkey-vt jetty}"
+SHAPES="${SHAPES:-minimal techempower browser}"
+check_measure_settings
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
 LOGS="$RESULTS/$STAMP"
 mkdir -p "$LOGS"
@@ -44,83 +82,39 @@ echo "$JSON_MODE_RESOLVED" >"$RESULTS/json-mode"
 
 # shellcheck disable=SC2086  # a list of names
 select_variants $VARIANTS
+pin_self  # after the build and the probe, which use both CPUs
 
 failed=0
-printf 'round\tvariant\ttest\trps\tp99_us\terrors\twarmup_errors\tloadavg\n' >"$RUNS_TSV"
-total=$(( RUNS * ${#ACTIVE[@]} ))
+tsv_header "$RUNS_TSV"
+n_tests="$(wc -w <<<"$TESTS")"
+total=$(( RUNS * ${#ACTIVE[@]} * n_tests ))
 n=0
-log "${RUNS} rounds x (${ACTIVE[*]}) x ($TESTS): warm-up ${WARMUP}s, measured ${DURATION}s," \
+log "${RUNS} rounds x (${ACTIVE[*]}) x ($TESTS), a fresh JVM each: ${WARM_WINDOWS} x 1s warm-up," \
+    "steady-seeking ${STEADY_WINDOW}s windows (agree within ${STEADY_TOL}%, at most ${STEADY_MAX}s)," \
+    "then per shape ($SHAPES) ${SETTLE}s settle + ${DURATION}s measured;" \
     "$CONNECTIONS connections, plaintext pipelined $PIPELINE deep"
 for round in $(seq 1 "$RUNS"); do
-  for v in "${ACTIVE[@]}"; do
-    n=$((n + 1))
-    slog="$LOGS/server-$v-r$round.log"
-    log "[$n/$total] round $round: $v"
-    if ! start_server "$v" "$slog"; then
-      log "$v failed to start; log: $slog"; failed=1; stop_server
-      for test in $TESTS; do printf '%s\t%s\t%s\t0\t-1\t-1\t-1\t-\n' "$round" "$v" "$test" >>"$RUNS_TSV"; done
-      continue
-    fi
-    [ "$round" -gt 1 ] || head -n 1 "$slog" >&2
-    check_endpoints "$v" "$LOGS" || { log "$v answers wrongly; log: $slog"; failed=1; }
-    for test in $TESTS; do
-      w="$(wrk_run "$WARMUP" "$test" "$LOGS/wrk-$v-$test-r$round-warmup.txt")"
-      m="$(wrk_run "$DURATION" "$test" "$LOGS/wrk-$v-$test-r$round.txt")"
-      werr="$(errors_of "$w")"; err="$(errors_of "$m")"
-      rps="$(field rps "$m")"; p99="$(field p99_us "$m")"
-      [ "$err" -eq 0 ] && [ "$werr" -eq 0 ] || failed=1
-      load="$(cut -d' ' -f1 /proc/loadavg)"
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$v" "$test" "${rps:-0}" "${p99:--1}" "$err" "$werr" "$load" >>"$RUNS_TSV"
-      log "    $test: ${rps:-?} req/s, p99 ${p99:-?} us, errors $err (warm-up $werr), load average $load"
+  for test in $TESTS; do
+    for v in "${ACTIVE[@]}"; do
+      n=$((n + 1))
+      log "[$n/$total] round $round: $v $test"
+      measure_jvm "$v" "$v" "$test" "$round" "$LOGS" "$RUNS_TSV" || failed=1
     done
-    check_reflection "$v" "$slog" || failed=1
-    stop_server
   done
 done
 
-python3 - "$RUNS_TSV" "$LOGS/table.md" "$RESULTS/peak-json-rps" <<'EOF'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-order, tests = [], []
-for r in rows:
-    if r["variant"] not in order: order.append(r["variant"])
-    if r["test"] not in tests: tests.append(r["test"])
-stats = {}
-for v in order:
-    for t in tests:
-        rs = [r for r in rows if r["variant"] == v and r["test"] == t]
-        ok = [r for r in rs if int(r["errors"]) >= 0]
-        rps = [float(r["rps"]) for r in ok]
-        errs = sum(max(0, int(r["errors"])) + max(0, int(r["warmup_errors"])) for r in rs)
-        stats[v, t] = dict(
-            rps=statistics.median(rps) if rps else 0.0,
-            p99=statistics.median(p99s) if (p99s := [float(r["p99_us"]) for r in ok if float(r["p99_us"]) > 0]) else -1,
-            errors=str(errs) + ("" if len(ok) == len(rs) else f" ({len(rs) - len(ok)} runs failed)"),
-            spread=(min(rps), max(rps)) if rps else (0.0, 0.0))
-def lat(us):
-    if us < 0: return "n/a"
-    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} us"
-lines = ["| variant | test | req/s (median) | min..max | p99 latency | errors | vs raw Vert.x |",
-         "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-for t in tests:
-    base = stats.get(("raw-vertx", t), {}).get("rps", 0)
-    for v in order:
-        s = stats[v, t]
-        ratio = f"{s['rps'] / base:.2f}" if base else "n/a"
-        lines.append(f"| {v} | {t} | {s['rps']:,.0f} | {s['spread'][0]:,.0f}..{s['spread'][1]:,.0f} | "
-                     f"{lat(s['p99'])} | {s['errors']} | {ratio} |")
-text = "\n".join(lines)
-print(text)
-open(sys.argv[2], "w").write(text + "\n")
-peak = stats.get(("raw-vertx", "json"), {}).get("rps", 0)
-if peak > 0:
-    open(sys.argv[3], "w").write(f"{peak:.0f}\n")
-EOF
+python3 "$ROOT/bench/warmup_tables.py" run "$RUNS_TSV" "$LOGS/table.md" "$RESULTS/peak-json-rps" raw-vertx
 {
-  echo "medians of $RUNS runs per (variant, test), interleaved; ${WARMUP}s warm-up + ${DURATION}s measured;"
-  echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU, server on CPU $SERVER_CPU;" \
-       "plaintext pipelined $PIPELINE deep, json not pipelined; errors = non-2xx + socket errors, warm-ups included"
-  echo "donkey JSON: $JSON_MODE_RESOLVED; every run: $RUNS_TSV"
+  echo
+  echo "medians of $RUNS rounds, interleaved, a fresh JVM per (variant, test, round) on CPU $SERVER_CPU;" \
+       "JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
+  echo "start-up: exec of java to the first 200 from /plaintext (curl every ~20 ms); then the endpoint check;" \
+       "warm-up: $WARM_WINDOWS x 1s windows from there, minimal shape;"
+  echo "steady-seeking: ${STEADY_WINDOW}s windows until two agree within ${STEADY_TOL}% or ${STEADY_MAX}s;" \
+       "then per shape ${SETTLE}s settle + ${DURATION}s measured; steady state = the minimal shape's figure"
+  echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \
+       "json not pipelined; errors = non-2xx + socket errors, in every window, warm-ups included"
+  echo "donkey JSON: $JSON_MODE_RESOLVED; every window: $RUNS_TSV"
 } | tee -a "$LOGS/table.md"
 cp "$LOGS/table.md" "$RESULTS/latest-throughput.md"
 
