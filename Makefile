@@ -19,9 +19,10 @@ run: deps
 # to raw Vert.x, then fixed-rate latencies (LAT_RUNS interleaved runs per server); then the
 # protocols (bench/protocols.sh): TLS JSON, TLS handshakes, h2c and h2 against raw Vert.x with
 # the same settings; then WebSockets (bench/websocket.sh): echo messages/s, a broadcast to
-# 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server. About an
-# hour; RUNS=1 DURATION=3 WARMUP=3 HS_WARMUP=3 LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1
-# WS_FANOUT=1000 for a smoke run. Fails when any request or message failed.
+# 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server. Well over
+# an hour; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 HS_WARMUP=3
+# LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke run. Fails when any request or
+# message failed.
 bench: deps
 	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; \
 	  SKIP_BUILD=1 bash bench/protocols.sh || rc=1; SKIP_BUILD=1 bash bench/websocket.sh || rc=1; \
