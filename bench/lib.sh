@@ -253,7 +253,9 @@ WARM_WINDOWS="${WARM_WINDOWS:-10}"
 STEADY_WINDOW="${STEADY_WINDOW:-5}"
 STEADY_TOL="${STEADY_TOL:-3}"
 STEADY_MAX="${STEADY_MAX:-60}"
-SETTLE="${SETTLE:-2}"
+# A shape whose headers the JIT has not seen yet (Connection, Accept, cookies) can send it
+# through a deoptimization and a recompile before it runs at speed: the settle run absorbs it.
+SETTLE="${SETTLE:-5}"
 
 check_measure_settings() {
   local v s

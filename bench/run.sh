@@ -47,7 +47,7 @@
 #
 # Environment (defaults in brackets):
 #   RUNS [5]  DURATION [10] s measured per shape  WARM_WINDOWS [10] one-second windows
-#   STEADY_WINDOW [5] s  STEADY_TOL [3] percent  STEADY_MAX [60] s  SETTLE [2] s per shape
+#   STEADY_WINDOW [5] s  STEADY_TOL [3] percent  STEADY_MAX [60] s  SETTLE [5] s per shape
 #   SHAPES ["minimal techempower browser"] (must include minimal)
 #   CONNECTIONS [256]  PIPELINE [16]  WRK_THREADS [1]
 #   VARIANTS ["raw-vertx donkey-nb donkey-sync donkey-vt jetty"]  TESTS ["plaintext json"]
