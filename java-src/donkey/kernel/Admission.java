@@ -26,6 +26,11 @@ final class Admission {
   /**
    * Event loop: checks the head of {@code x} ({@link HeadCheck}), routes, reads the body when
    * there is one, then dispatches.
+   *
+   * <p>One method, not a chain of small ones, on purpose: at its size C2 will not inline it
+   * into the Vert.x and Netty frames that call it, so the request path below it is compiled
+   * once, as its own unit, instead of again into each of those frames while the JIT warms up
+   * (and recompiled with them when one of them is deoptimized). donkey.jit-shape-test guards it.
    */
   static void start(Exchange x) {
     ServerVerticle loop = x.loop();
@@ -57,7 +62,42 @@ final class Admission {
     // connection closes after its answer, which says so
     if (check.close) x.closeAfterResponse();
     try {
-      begin(x, cfg, check);
+      HttpServerRequest req = x.request();
+      // A request without framing headers has no body, and needs no other header of the
+      // kernel unless the routes negotiate media types: its headers are scanned only if the
+      // handler reads :headers (LazyRequestMap). Otherwise the one pass picks up every value
+      // needed, with repeated headers joined.
+      String cl = check.contentLength;
+      String te = check.transferEncoding;
+      // an HTTP/2 body needs no length: its stream's end delimits it (RFC 9113 8.1)
+      boolean unframed = x.h2 && cl == null && te == null && !Http2Streams.ended(x);
+      RequestMap.Head head = null;
+      if (unframed || cl != null || te != null
+          || cfg.router != null && cfg.router.needsMediaTypes()) {
+        head = RequestMap.scan(req.headers());
+        x.head = head;
+        cl = head.contentLength;
+        te = head.transferEncoding;
+      }
+      long length = unframed ? RequestBody.CHUNKED : RequestBody.length(cl, te);
+      if (length == RequestBody.REFUSED) {
+        x.claim();
+        ErrorAnswers.closeWith(x, 400,
+            te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
+                : "Bad Request: invalid Content-Length");
+        return;
+      }
+      // (HTTP/2 has no upgrade: there the header makes the request malformed)
+      if (length == 0 && check.websocket && !x.h2) WebSocketUpgrade.holdInput(x);
+      if (!route(x, cfg, head, length != 0)) return;
+      if (length == 0) {
+        x.dispatch(null);
+        return;
+      }
+      // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
+      x.body = RequestBody.read(x, req, length, x.async,
+          head.expect != null && req.version() != HttpVersion.HTTP_1_0
+              && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
     } catch (RuntimeException e) {
       // a bug of the kernel's, on input it should have refused: the request still gets an
       // answer, and the connection no further requests
@@ -66,52 +106,12 @@ final class Admission {
     }
   }
 
-  /** Event loop: the rest of {@link #start}: routing, the body, the dispatch. */
-  private static void begin(Exchange x, ServerConfig cfg, HeadCheck check) {
-    HttpServerRequest req = x.request();
-    // A request without framing headers has no body, and needs no other header of the kernel
-    // unless the routes negotiate media types: its headers are scanned only if the handler
-    // reads :headers (LazyRequestMap). Otherwise the one pass picks up every value needed,
-    // with repeated headers joined.
-    String cl = check.contentLength;
-    String te = check.transferEncoding;
-    // an HTTP/2 body needs no length: its stream's end delimits it (RFC 9113 8.1)
-    boolean unframed = x.h2 && cl == null && te == null && !Http2Streams.ended(x);
-    RequestMap.Head head = null;
-    if (unframed || cl != null || te != null
-        || cfg.router != null && cfg.router.needsMediaTypes()) {
-      head = RequestMap.scan(req.headers());
-      x.head = head;
-      cl = head.contentLength;
-      te = head.transferEncoding;
-    }
-    long length = unframed ? RequestBody.CHUNKED : RequestBody.length(cl, te);
-    if (length == RequestBody.REFUSED) {
-      x.claim();
-      ErrorAnswers.closeWith(x, 400,
-          te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
-              : "Bad Request: invalid Content-Length");
-      return;
-    }
-    // (HTTP/2 has no upgrade: there the header makes the request malformed)
-    if (length == 0 && check.websocket && !x.h2) WebSocketUpgrade.holdInput(x);
-    if (!route(x, cfg, head, length != 0)) return;
-    if (length == 0) {
-      x.dispatch(null);
-      return;
-    }
-    // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
-    x.body = RequestBody.read(x, req, length, x.async,
-        head.expect != null && req.version() != HttpVersion.HTTP_1_0
-            && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
-  }
-
   /**
    * Event loop: picks the handler of {@code x}. With a route table, a request no route takes is
    * answered here (404, 405 with Allow, 406, 415, 400 for a bad path parameter) before its
    * body is read.
    *
-   * @param h the scanned headers, null unless the routes negotiate media types (see begin)
+   * @param h the scanned headers, null unless the routes negotiate media types (see start)
    * @return false when the request has been answered
    */
   private static boolean route(Exchange x, ServerConfig cfg, RequestMap.Head h,

@@ -1,0 +1,36 @@
+(ns donkey.jit-shape-test
+  "Shapes of kernel methods that the JIT's warm-up depends on. `Admission.start`, the request
+  path's entry from Vert.x, must stay over C2's FreqInlineSize (325 bytes of bytecode by
+  default): then C2 compiles it as a unit of its own rather than into every Vert.x and Netty
+  frame above it, which made a fresh server take seconds longer to reach its peak."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is]]))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private freq-inline-size 325)
+
+(defn- code-length
+  "The bytecode length of the method of class `class-name` whose javap signature line contains
+  `signature`, from `javap -c -p` run on the class file the classpath has."
+  [class-name signature]
+  (let [resource (io/resource (str (str/replace class-name "." "/") ".class"))
+        file (io/file (.toURI resource))
+        javap (str (System/getProperty "java.home") "/bin/javap")
+        p (-> (ProcessBuilder. [javap "-c" "-p" (str file)]) (.redirectErrorStream true) (.start))
+        out (slurp (.getInputStream p))
+        _ (.waitFor p)
+        body (->> (str/split-lines out)
+                  (drop-while #(not (str/includes? % signature)))
+                  rest
+                  (take-while #(not (re-matches #"  \S.*" %))))
+        offsets (keep #(some->> (re-find #"^\s+(\d+): " %) second parse-long) body)]
+    (when (seq offsets) (inc (apply max offsets)))))
+
+(deftest admission-start-is-not-inlined-into-vertx-frames
+  (let [n (code-length "donkey.kernel.Admission" "static void start(donkey.kernel.Exchange)")]
+    (is (some? n) "javap shows Admission.start")
+    (is (< freq-inline-size n)
+        (str "Admission.start has " n " bytes of bytecode: keep it over " freq-inline-size
+             ", so that C2 compiles the request path as its own unit"))))
