@@ -15,12 +15,13 @@ run: deps
 	$(LEIN) javac
 	java -Dfile.encoding=UTF-8 -cp "$$(bash .ci/classpath)" clojure.main -m donkey.example
 
-# TechEmpower-style bench (bench/run.sh, then bench/latency.sh): one table of req/s and ratios
-# to raw Vert.x, then fixed-rate latencies (LAT_RUNS interleaved runs per server); then the
+# TechEmpower-style bench (bench/run.sh, then bench/latency.sh): tables of start-up time,
+# warm-up and steady-state req/s in three request shapes, as ratios to raw Vert.x, then
+# fixed-rate latencies (LAT_RUNS interleaved runs per server); then the
 # protocols (bench/protocols.sh): TLS JSON, TLS handshakes, h2c and h2 against raw Vert.x with
 # the same settings; then WebSockets (bench/websocket.sh): echo messages/s, a broadcast to
-# 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server. Well over
-# an hour; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 HS_WARMUP=3
+# 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server. About two
+# and a half hours; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 HS_WARMUP=3
 # LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke run. Fails when any request or
 # message failed.
 bench: deps
