@@ -102,6 +102,9 @@ java_of() {  # the java binary a variant runs on
 main_of() {  # the main class and arguments of a variant
   case "$1" in
     raw-vertx) echo "donkey.bench.RawVertx $PORT" ;;
+    # bench/protocols.sh: raw Vert.x with its TLS key manager built once (RawVertx#keyManager);
+    # the -D lands among the JVM options, ahead of the main class
+    raw-vertx-km) echo "-Ddonkey.bench.keyManager=true donkey.bench.RawVertx $PORT" ;;
     raw-vertx-ws) echo "donkey.bench.RawVertxWebSocket $PORT" ;;
     donkey-ws-nb|donkey-ws-sync) echo "clojure.main -m donkey.bench.ws-app ${1#donkey-ws-} $PORT" ;;
     donkey-sync-j25) echo "clojure.main -m donkey.bench.app donkey-sync $PORT" ;;

@@ -12,16 +12,34 @@ import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.HttpVersion;
+import io.netty.handler.ssl.OpenSsl;
 import io.vertx.core.net.JdkSSLEngineOptions;
+import io.vertx.core.net.KeyCertOptions;
+import io.vertx.core.net.OpenSSLEngineOptions;
 import io.vertx.core.net.PemKeyCertOptions;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.security.spec.PKCS8EncodedKeySpec;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.Base64;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 
 /**
@@ -36,7 +54,10 @@ import javax.net.ssl.SSLContext;
  * {@code donkey.bench.cert} and {@code donkey.bench.key}, PEM files), {@code donkey.bench.h2}
  * (HTTP/2 on the TLS listener through ALPN, HTTP/1.1 the fallback) and {@code donkey.bench.h2c}
  * (cleartext HTTP/2 on the plain listener). The bench app ({@code app.clj}) reads the same
- * properties.
+ * properties. {@code donkey.bench.keyManager} (the bench's {@code raw-vertx-km}) hands the TLS
+ * listener a key manager built once from the PEM files ({@link #keyManager}) in place of
+ * {@link PemKeyCertOptions}; {@code donkey.bench.tlsEngine=openssl} puts it on OpenSSL's
+ * engine (netty-tcnative) in place of the JDK's.
  */
 public final class RawVertx {
   private static final DateTimeFormatter DATE_FORMAT =
@@ -112,14 +133,19 @@ public final class RawVertx {
 
   /**
    * The TLS listener's options, as donkey's kernel makes them (donkey.kernel.TlsOptions): the
-   * JDK's engine, TLS 1.3 and 1.2, the JDK's default cipher suites that have forward secrecy
-   * and authenticated encryption, in the JDK's order; ALPN only when HTTP/2 is on.
+   * JDK's engine or, with {@code openssl}, OpenSSL's with its session cache; TLS 1.3 and 1.2,
+   * the JDK's default cipher suites that have forward secrecy and authenticated encryption, in
+   * the JDK's order (on OpenSSL, those it has); ALPN only when HTTP/2 is on.
    */
-  static HttpServerOptions tls(HttpServerOptions o, int tlsPort, String cert, String key,
-                               boolean h2) throws GeneralSecurityException {
+  static HttpServerOptions tls(HttpServerOptions o, int tlsPort, KeyCertOptions keys,
+                               boolean h2, boolean openssl) throws GeneralSecurityException {
+    if (openssl && !OpenSsl.isAvailable()) {
+      throw new IllegalStateException("OpenSSL asked for and not available",
+          OpenSsl.unavailabilityCause());
+    }
     o.setPort(tlsPort).setSsl(true)
-        .setSslEngineOptions(new JdkSSLEngineOptions())
-        .setKeyCertOptions(new PemKeyCertOptions().setCertPath(cert).setKeyPath(key))
+        .setSslEngineOptions(openssl ? new OpenSSLEngineOptions() : new JdkSSLEngineOptions())
+        .setKeyCertOptions(keys)
         .setEnabledSecureTransportProtocols(new LinkedHashSet<>(List.of("TLSv1.3", "TLSv1.2")))
         .setSni(false)
         .setUseAlpn(h2);
@@ -129,9 +155,54 @@ public final class RawVertx {
     SSLContext jdk = SSLContext.getInstance("TLS");
     jdk.init(null, null, null);
     for (String suite : jdk.getDefaultSSLParameters().getCipherSuites()) {
-      if (strong(suite)) o.addEnabledCipherSuite(suite);
+      if (strong(suite) && (!openssl || OpenSsl.availableJavaCipherSuites().contains(suite))) {
+        o.addEnabledCipherSuite(suite);
+      }
     }
     return o;
+  }
+
+  /** The key and certificate chain as the documented Vert.x options: the PEM file paths. */
+  static KeyCertOptions pem(String cert, String key) {
+    return new PemKeyCertOptions().setCertPath(cert).setKeyPath(key);
+  }
+
+  private static final Pattern PEM_BLOCK =
+      Pattern.compile("-----BEGIN ([A-Z0-9 ]+)-----([^-]*)-----END \\1-----");
+
+  /**
+   * The same key and chain as a key manager made here, once, and given to Vert.x as it is
+   * ({@link KeyCertOptions#wrap(KeyManagerFactory)}): the PEM files parsed by the JDK, put in
+   * an in-memory key store, and read out of it by the JDK's SunX509 key manager factory, which
+   * copies each key out of its store when it is initialised rather than at each handshake.
+   * The key is the unencrypted PKCS#8 RSA key that openssl writes for the bench. (Not
+   * {@code wrap(X509KeyManager)}: Vert.x's wrapper for a bare key manager logs through SLF4J,
+   * which the bench's classpath does not have.)
+   */
+  static KeyCertOptions keyManager(String cert, String key)
+      throws IOException, GeneralSecurityException {
+    Certificate[] chain = CertificateFactory.getInstance("X.509")
+        .generateCertificates(new ByteArrayInputStream(Files.readAllBytes(Path.of(cert))))
+        .toArray(new Certificate[0]);
+    Matcher m = PEM_BLOCK.matcher(Files.readString(Path.of(key), StandardCharsets.US_ASCII));
+    byte[] der = null;
+    while (m.find()) {
+      if ("PRIVATE KEY".equals(m.group(1))) {
+        der = Base64.getMimeDecoder().decode(m.group(2));
+        break;
+      }
+    }
+    if (der == null || chain.length == 0) {
+      throw new IllegalArgumentException("no PKCS#8 key in " + key + " or no certificate in " + cert);
+    }
+    PrivateKey pk = KeyFactory.getInstance("RSA").generatePrivate(new PKCS8EncodedKeySpec(der));
+    char[] pw = "raw-vertx".toCharArray();
+    KeyStore store = KeyStore.getInstance("PKCS12");
+    store.load(null, null);
+    store.setKeyEntry("server", pk, pw, chain);
+    KeyManagerFactory kmf = KeyManagerFactory.getInstance("SunX509");
+    kmf.init(store, pw);
+    return KeyCertOptions.wrap(kmf);
   }
 
   /** donkey.kernel.TlsOptions#strong: every TLS 1.3 suite; ECDHE/DHE with GCM or ChaCha20. */
@@ -178,10 +249,16 @@ public final class RawVertx {
     String extra = "";
     if (tlsPort >= 0) {
       boolean h2 = Boolean.getBoolean("donkey.bench.h2");
-      HttpServerOptions o = tls(plain(port), tlsPort, System.getProperty("donkey.bench.cert"),
-          System.getProperty("donkey.bench.key"), h2);
+      boolean km = Boolean.getBoolean("donkey.bench.keyManager");
+      boolean openssl = "openssl".equals(System.getProperty("donkey.bench.tlsEngine", "jdk"));
+      String cert = System.getProperty("donkey.bench.cert");
+      String key = System.getProperty("donkey.bench.key");
+      HttpServerOptions o = tls(plain(port), tlsPort, km ? keyManager(cert, key) : pem(cert, key),
+          h2, openssl);
       vertx.createHttpServer(o).requestHandler(app::handle).listen().await();
-      extra = " and TLS " + tlsPort + (h2 ? " (h2, http/1.1)" : " (http/1.1)");
+      extra = " and TLS " + tlsPort + (h2 ? " (h2, http/1.1)" : " (http/1.1)")
+          + (openssl ? " on OpenSSL" : " on the JDK's engine")
+          + (km ? ", key manager built once" : ", PemKeyCertOptions");
     }
     System.out.println("raw-vertx listening on 127.0.0.1:" + port
         + (Boolean.getBoolean("donkey.bench.h2c") ? " (h2c)" : "") + extra);
