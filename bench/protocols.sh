@@ -14,7 +14,11 @@
 # The tls-json and handshake tests run against servers started with TLS only (HTTP/1.1 on it,
 # donkey's default for :ssl?); h2c and h2 against servers started with :h2? and :h2c? on. The
 # TLS key is an RSA 2048 one made with openssl at start (target/bench/tls, never committed);
-# every server runs on the JDK's TLS engine with TLS 1.3 and 1.2 and the same cipher suites.
+# every server runs on one TLS engine, TLS_ENGINE, with TLS 1.3 and 1.2 and the same cipher
+# suites: the JDK's (Netty told OpenSSL is unavailable, -Dio.netty.handler.ssl.noOpenSsl=true:
+# the :dev profile puts netty-tcnative on the bench's classpath, and donkey's :ssl-provider
+# :auto would take it while raw Vert.x stays on the JDK's) or OpenSSL's (raw Vert.x given
+# OpenSSLEngineOptions). Each server is checked to run on it (check_engine).
 #
 # As bench/run.sh: each server pinned to CPU 0 with one event loop, the load generator to
 # CPU 1; RUNS rounds interleaved across variants, a fresh JVM per (configuration, variant,
@@ -26,6 +30,7 @@
 # JAVA JVM_OPTS SKIP_BUILD:
 #   PROTO_TESTS ["handshake tls-json h2c h2"] (run in that order)  TLS_PORT [PORT+1]
 #   HS_WARMUP [10] s: the handshake test's warm-up (see below)
+#   TLS_ENGINE [jdk]: jdk or openssl, every server's TLS engine (above)
 #   H2_WARMUP [10] s: the warm-up of the first HTTP/2 test of a server (see below)
 #   TLS_VARIANTS ["raw-vertx donkey-nb"] (tls-json, handshake)
 #   H2_VARIANTS ["raw-vertx donkey-nb donkey-sync"] (h2c, h2)
@@ -38,6 +43,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PROTO_TESTS="${PROTO_TESTS:-handshake tls-json h2c h2}"
 HS_WARMUP="${HS_WARMUP:-10}"
+TLS_ENGINE="${TLS_ENGINE:-jdk}"
 H2_WARMUP="${H2_WARMUP:-10}"
 TLS_PORT="${TLS_PORT:-$((PORT + 1))}"
 TLS_VARIANTS="${TLS_VARIANTS:-raw-vertx donkey-nb}"
@@ -49,6 +55,7 @@ for _v in TLS_PORT:65535 HS_WARMUP:120 H2_WARMUP:120 HS_CLIENTS:256 H2_CONNECTIO
   check_int "${_v%%:*}" "${_v#*:}"
 done
 [ "$TLS_PORT" != "$PORT" ] || die "TLS_PORT must differ from PORT"
+case "$TLS_ENGINE" in jdk|openssl) ;; *) die "TLS_ENGINE must be jdk or openssl, got '$TLS_ENGINE'" ;; esac
 
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
 LOGS="$RESULTS/$STAMP-protocols"
@@ -76,10 +83,13 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
   -keyout "$TLS_DIR/key.pem" -out "$TLS_DIR/cert.pem" >"$LOGS/openssl.log" 2>&1 \
   || { cat "$LOGS/openssl.log" >&2; die "openssl could not make the test key"; }
 
-# The JVM options that turn a configuration on, read by RawVertx and by the bench app alike.
+# The JVM options that turn a configuration on, read by RawVertx and by the bench app alike;
+# the engine's by RawVertx and by Netty (donkey's :ssl-provider :auto asks Netty for OpenSSL).
 config_opts() {
   local tls=(-Ddonkey.bench.tlsPort="$TLS_PORT" -Ddonkey.bench.cert="$TLS_DIR/cert.pem"
              -Ddonkey.bench.key="$TLS_DIR/key.pem")
+  if [ "$TLS_ENGINE" = jdk ]; then tls+=(-Dio.netty.handler.ssl.noOpenSsl=true)
+  else tls+=(-Ddonkey.bench.tlsEngine=openssl); fi
   case "$1" in
     tls) echo "${tls[*]}" ;;
     h2) echo "${tls[*]} -Ddonkey.bench.h2=true -Ddonkey.bench.h2c=true" ;;
@@ -99,6 +109,23 @@ tests_of() {  # the tests of a configuration that PROTO_TESTS asks for
 }
 
 tls_port_busy() { ss -ltnH "sport = :$TLS_PORT" 2>/dev/null | grep -q .; }
+
+# check_engine VARIANT: the server's TLS context is on TLS_ENGINE: the live Netty server
+# contexts (a class histogram, after a full GC) are JdkSslServerContext on the JDK's engine and
+# [ReferenceCounted]OpenSslServerContext on OpenSSL's; Vert.x keeps the listener's for its life.
+check_engine() {
+  local out jcmd jdk openssl
+  # the jcmd of the JDK the variant runs on
+  jcmd="$(dirname "$(readlink -f "$(command -v "$(java_of "$1")")")")/jcmd"
+  out="$("$jcmd" "$SERVER_PID" GC.class_histogram 2>&1)" || { log "$1: jcmd failed: $out"; return 1; }
+  jdk="$(awk '$4 == "io.netty.handler.ssl.JdkSslServerContext"' <<<"$out" | wc -l)"
+  openssl="$(awk '$4 ~ /^io\.netty\.handler\.ssl\.(ReferenceCounted)?OpenSslServerContext$/' <<<"$out" | wc -l)"
+  case "$TLS_ENGINE:$jdk:$openssl" in
+    jdk:1:0|openssl:0:[12]) return 0 ;;
+  esac
+  log "$1: not a TLS context on $TLS_ENGINE's engine alone (server contexts: JDK $jdk, OpenSSL $openssl)"
+  return 1
+}
 
 # start_server waits for the plain listener only; the TLS one may bind a moment later.
 wait_tls() {
@@ -228,6 +255,7 @@ for round in $(seq 1 "$RUNS"); do
     fi
     [ "$round" -gt 1 ] || head -n 1 "$slog" >&2
     check_protocols "$v" "$config" || { log "$v answers wrongly; log: $slog"; failed=1; }
+    check_engine "$v" || failed=1
     first=1
     for test in $tests; do
       w="$(measure "$(warmup_of "$test" "$first")" "$test" "$LOGS/$test-$v-r$round-warmup.txt")"
@@ -247,7 +275,7 @@ done
 
 python3 "$ROOT/bench/protocols.py" table "$RUNS_TSV" "$LOGS/table.md"
 {
-  echo "medians of $RUNS runs per (variant, test), interleaved; ${WARMUP}s warm-up (handshake ${HS_WARMUP}s, a server's first HTTP/2 test ${H2_WARMUP}s) + ${DURATION}s measured;"
+  echo "TLS engine: $TLS_ENGINE (every server, checked); medians of $RUNS runs per (variant, test), interleaved; ${WARMUP}s warm-up (handshake ${HS_WARMUP}s, a server's first HTTP/2 test ${H2_WARMUP}s) + ${DURATION}s measured;"
   echo "load on CPU $LOAD_CPU, server on CPU $SERVER_CPU; wrk -t$WRK_THREADS -c$CONNECTIONS (tls-json);" \
        "$HS_CLIENTS openssl s_time -new (handshake); h2load -t1 -c$H2_CONNECTIONS -m$H2_STREAMS (h2c, h2);"
   echo "load avg = the 1-minute load average after each measured run (min..max); every run: $RUNS_TSV"
