@@ -2,7 +2,13 @@
 # TLS and HTTP/2 throughput, the third part of `make bench` (DESIGN.md section 7): each donkey
 # variant against raw Vert.x (bench/java/donkey/bench/RawVertx.java) with the same protocol
 # settings, in the same run. Tests:
-#   tls-json    GET /json over HTTP/1.1 on TLS, wrk, CONNECTIONS connections, not pipelined
+#   tls-json    GET /json over HTTP/1.1 on TLS, not pipelined, on CONNECTIONS connections whose
+#               handshakes were done before the measured window: h2load --h1 -m1 with
+#               --warm-up-time TLS_SETTLE (its connections are made and handshaken at the start
+#               of that warm-up; a run that makes a connection inside the window fails), after
+#               a WARMUP-second h2load run on connections of its own. Handshakes are the
+#               handshake test's; wrk, whose runs each open their connections anew, measured a
+#               storm of CONNECTIONS handshakes here more than request throughput
 #   handshake   a new TLS connection with a full handshake per request: HS_CLIENTS
 #               `openssl s_time -new -www /json` side by side (each connects, handshakes
 #               without resuming a session, sends GET /json as HTTP/1.0, reads the answer up to
@@ -19,6 +25,9 @@
 # the :dev profile puts netty-tcnative on the bench's classpath, and donkey's :ssl-provider
 # :auto would take it while raw Vert.x stays on the JDK's) or OpenSSL's (raw Vert.x given
 # OpenSSLEngineOptions). Each server is checked to run on it (check_engine).
+# raw-vertx takes the key as PemKeyCertOptions (the PEM paths, as Vert.x documents it);
+# raw-vertx-km as a key manager built once from the same files (RawVertx#keyManager). The
+# table's ratios and targets are to raw-vertx, with a column of ratios to raw-vertx-km.
 #
 # As bench/run.sh: each server pinned to CPU 0 with one event loop, the load generator to
 # CPU 1; RUNS rounds interleaved across variants, a fresh JVM per (configuration, variant,
@@ -30,9 +39,10 @@
 # JAVA JVM_OPTS SKIP_BUILD:
 #   PROTO_TESTS ["handshake tls-json h2c h2"] (run in that order)  TLS_PORT [PORT+1]
 #   HS_WARMUP [10] s: the handshake test's warm-up (see below)
+#   TLS_SETTLE [3] s: the measured tls-json run's own warm-up, in which its connections are made
 #   TLS_ENGINE [jdk]: jdk or openssl, every server's TLS engine (above)
 #   H2_WARMUP [10] s: the warm-up of the first HTTP/2 test of a server (see below)
-#   TLS_VARIANTS ["raw-vertx donkey-nb"] (tls-json, handshake)
+#   TLS_VARIANTS ["raw-vertx raw-vertx-km donkey-nb"] (tls-json, handshake)
 #   H2_VARIANTS ["raw-vertx donkey-nb donkey-sync"] (h2c, h2)
 #   HS_CLIENTS [32]  H2_CONNECTIONS [32]  H2_STREAMS [100]
 # Quick smoke run: RUNS=1 DURATION=3 WARMUP=3 HS_WARMUP=3 H2_WARMUP=3 bash bench/protocols.sh
@@ -43,15 +53,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PROTO_TESTS="${PROTO_TESTS:-handshake tls-json h2c h2}"
 HS_WARMUP="${HS_WARMUP:-10}"
+TLS_SETTLE="${TLS_SETTLE:-3}"
 TLS_ENGINE="${TLS_ENGINE:-jdk}"
 H2_WARMUP="${H2_WARMUP:-10}"
 TLS_PORT="${TLS_PORT:-$((PORT + 1))}"
-TLS_VARIANTS="${TLS_VARIANTS:-raw-vertx donkey-nb}"
+TLS_VARIANTS="${TLS_VARIANTS:-raw-vertx raw-vertx-km donkey-nb}"
 H2_VARIANTS="${H2_VARIANTS:-raw-vertx donkey-nb donkey-sync}"
 HS_CLIENTS="${HS_CLIENTS:-32}"
 H2_CONNECTIONS="${H2_CONNECTIONS:-32}"
 H2_STREAMS="${H2_STREAMS:-100}"
-for _v in TLS_PORT:65535 HS_WARMUP:120 H2_WARMUP:120 HS_CLIENTS:256 H2_CONNECTIONS:10000 H2_STREAMS:10000; do
+for _v in TLS_PORT:65535 HS_WARMUP:120 TLS_SETTLE:60 H2_WARMUP:120 HS_CLIENTS:256 H2_CONNECTIONS:10000 H2_STREAMS:10000; do
   check_int "${_v%%:*}" "${_v#*:}"
 done
 [ "$TLS_PORT" != "$PORT" ] || die "TLS_PORT must differ from PORT"
@@ -157,14 +168,6 @@ check_protocols() {
   return $ok
 }
 
-# wrk_tls SECONDS OUTFILE: one wrk run of /json over TLS pinned to LOAD_CPU; prints the fields
-# of its RESULT line (bench/pipeline.lua), nothing if wrk failed.
-wrk_tls() {
-  taskset -c "$LOAD_CPU" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${1}s" --timeout 5s \
-    -s "$ROOT/bench/pipeline.lua" "https://127.0.0.1:$TLS_PORT/json" -- 1 >"$2" 2>&1 || true
-  grep '^RESULT ' "$2" | tail -n 1 | sed 's/^RESULT //' || true
-}
-
 # handshake_run SECONDS OUTFILE: HS_CLIENTS s_time processes pinned to LOAD_CPU for SECONDS;
 # the rate is the connections made over the wall time from the first start to the last exit
 # (each finishes the connection under way when its time is up).
@@ -181,35 +184,34 @@ handshake_run() {
   for i in $(seq 1 "$HS_CLIENTS"); do rm -f "$outfile.$i"; done
 }
 
-# h2load_run SECONDS TEST OUTFILE: one h2load run pinned to LOAD_CPU.
+# h2load_run SECONDS TEST OUTFILE [SETTLE]: one h2load run pinned to LOAD_CPU; with SETTLE,
+# SETTLE seconds of h2load's own warm-up (--warm-up-time) first, in which it makes its
+# connections, and the run fails if it made one in the SECONDS measured after.
 h2load_run() {
-  local secs="$1" test="$2" outfile="$3" url
+  local secs="$1" test="$2" outfile="$3" settle="${4:-}" args
   case "$test" in
-    h2c) url="http://127.0.0.1:$PORT/plaintext" ;;
-    h2) url="https://127.0.0.1:$TLS_PORT/plaintext" ;;
+    h2c) args=(-c"$H2_CONNECTIONS" -m"$H2_STREAMS" "http://127.0.0.1:$PORT/plaintext") ;;
+    h2) args=(-c"$H2_CONNECTIONS" -m"$H2_STREAMS" "https://127.0.0.1:$TLS_PORT/plaintext") ;;
+    tls-json) args=(--h1 -c"$CONNECTIONS" -m1 "https://127.0.0.1:$TLS_PORT/json") ;;
   esac
-  taskset -c "$LOAD_CPU" h2load -t1 -c"$H2_CONNECTIONS" -m"$H2_STREAMS" -D"$secs" "$url" \
+  taskset -c "$LOAD_CPU" h2load -t1 -D"$secs" ${settle:+--warm-up-time="$settle"} "${args[@]}" \
     >"$outfile" 2>&1 || true
-  python3 "$ROOT/bench/protocols.py" h2load "$outfile" "$test"
+  python3 "$ROOT/bench/protocols.py" h2load "$outfile" "$test" ${settle:+window}
 }
 
-# measure SECONDS TEST OUTFILE: prints "rps=N errors=N"; errors -1 when the run failed as a
-# whole (not one answer, or h2load did not get HTTP/2)
+# measure SECONDS TEST OUTFILE [SETTLE]: prints "rps=N errors=N"; errors -1 when the run
+# failed as a whole (not one answer, h2load did not get the protocol asked for, or a tls-json
+# connection was made in the measured window). SETTLE: tls-json's own warm-up (h2load_run).
 measure() {
-  local r
   case "$2" in
-    tls-json)
-      r="$(wrk_tls "$1" "$3")"
-      if [ -z "$r" ] || [ "$(field requests "$r")" = 0 ]; then echo "rps=0 errors=-1"
-      else echo "rps=$(field rps "$r") errors=$(errors_of "$r")"; fi ;;
     handshake) handshake_run "$1" "$3" ;;
-    h2c|h2) h2load_run "$@" ;;
+    h2c|h2|tls-json) h2load_run "$@" ;;
   esac
 }
 
 # The handshake test runs first on a fresh JVM and warms up longer: a full handshake's
 # crypto (RSA signature, X25519) runs interpreted for the first few thousand handshakes,
-# slow enough that tls-json's 256 connections, made anew by each wrk run, took seconds.
+# slow enough that tls-json's CONNECTIONS handshakes, at the start of each run, took seconds.
 # The first HTTP/2 test of a server warms up longer too: after 3 s the JIT had not finished
 # with the stream path, and the first test of a round measured a donkey variant at 0.7x of
 # the same server in the test after it.
@@ -236,7 +238,8 @@ done
 total=$(( RUNS * ${#plan[@]} ))
 n=0
 log "${RUNS} rounds x ${#plan[@]} servers ($PROTO_TESTS): warm-up ${WARMUP}s, measured ${DURATION}s;" \
-    "TLS port $TLS_PORT; h2load -c$H2_CONNECTIONS -m$H2_STREAMS; handshakes from $HS_CLIENTS clients"
+    "TLS port $TLS_PORT; tls-json on $CONNECTIONS connections made in a ${TLS_SETTLE}s settle;" \
+    "h2load -c$H2_CONNECTIONS -m$H2_STREAMS; handshakes from $HS_CLIENTS clients"
 for round in $(seq 1 "$RUNS"); do
   for entry in "${plan[@]}"; do
     read -r config v tests <<<"$entry"
@@ -260,7 +263,8 @@ for round in $(seq 1 "$RUNS"); do
     for test in $tests; do
       w="$(measure "$(warmup_of "$test" "$first")" "$test" "$LOGS/$test-$v-r$round-warmup.txt")"
       first=0
-      m="$(measure "$DURATION" "$test" "$LOGS/$test-$v-r$round.txt")"
+      settle=""; [ "$test" != tls-json ] || settle="$TLS_SETTLE"
+      m="$(measure "$DURATION" "$test" "$LOGS/$test-$v-r$round.txt" ${settle:+"$settle"})"
       werr="$(field errors "$w")"; err="$(field errors "$m")"; rps="$(field rps "$m")"
       [ "$err" -eq 0 ] && [ "$werr" -eq 0 ] || failed=1
       load="$(cut -d' ' -f1 /proc/loadavg)"
@@ -276,8 +280,8 @@ done
 python3 "$ROOT/bench/protocols.py" table "$RUNS_TSV" "$LOGS/table.md"
 {
   echo "TLS engine: $TLS_ENGINE (every server, checked); medians of $RUNS runs per (variant, test), interleaved; ${WARMUP}s warm-up (handshake ${HS_WARMUP}s, a server's first HTTP/2 test ${H2_WARMUP}s) + ${DURATION}s measured;"
-  echo "load on CPU $LOAD_CPU, server on CPU $SERVER_CPU; wrk -t$WRK_THREADS -c$CONNECTIONS (tls-json);" \
-       "$HS_CLIENTS openssl s_time -new (handshake); h2load -t1 -c$H2_CONNECTIONS -m$H2_STREAMS (h2c, h2);"
+  echo "load on CPU $LOAD_CPU, server on CPU $SERVER_CPU; h2load --h1 -t1 -c$CONNECTIONS -m1 --warm-up-time=$TLS_SETTLE (tls-json," \
+       "connections made before the window); $HS_CLIENTS openssl s_time -new (handshake); h2load -t1 -c$H2_CONNECTIONS -m$H2_STREAMS (h2c, h2);"
   echo "load avg = the 1-minute load average after each measured run (min..max); every run: $RUNS_TSV"
 } | tee -a "$LOGS/table.md"
 cp "$LOGS/table.md" "$RESULTS/latest-protocols.md"
