@@ -75,11 +75,42 @@
               ms (/ (- (System/nanoTime) t0) 1e6)]
           (is closed "closed while idle")
           (is (< 450 ms 2500) (str "after " (long ms) " ms"))))))
-  (testing "the shorter of :header-timeout and :idle-timeout bounds the wait between requests"
+  (testing "a keep-alive connection idle longer than :header-timeout, shorter than :idle-timeout, serves its next request"
+    ;; a load balancer keeps idle connections for its own timeout and sends on them: a close
+    ;; that its request crosses is a 502 for its client
+    (with-server ok {:idle-timeout 60000 :header-timeout 400}
+      (with-open [s (send-raw "GET / HTTP/1.1\r\nHost: x\r\n\r\n")]
+        (is (read-until s "ok /" 3000))
+        (is (not (closed-by-server? s 1500)) "still open after almost four header timeouts")
+        (doto (.getOutputStream s)
+          (.write (.getBytes "GET /next HTTP/1.1\r\nHost: x\r\n\r\n" StandardCharsets/ISO_8859_1))
+          (.flush))
+        (is (read-until s "ok /next" 3000) "the next request is served"))))
+  (testing "after a keep-alive wait, a head trickled slower than :header-timeout is still cut"
     (with-server ok {:idle-timeout 60000 :header-timeout 600}
       (with-open [s (send-raw "GET / HTTP/1.1\r\nHost: x\r\n\r\n")]
         (is (read-until s "ok /" 3000))
-        (is (closed-by-server? s 4000)))))
+        (Thread/sleep 900)
+        (let [out (.getOutputStream s)
+              t0 (System/nanoTime)
+              closed (loop [i 0]
+                       (cond (>= i 60) false
+                             (try (.write out (int (.charAt "GET /slow HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" i)))
+                                  (.flush out) false
+                                  (catch SocketException _ true)) true
+                             (closed-by-server? s 100) true
+                             :else (recur (inc i))))
+              ms (/ (- (System/nanoTime) t0) 1e6)]
+          (is closed "the trickling connection is closed")
+          (is (< 400 ms 3000) (str "after " (long ms) " ms from its first byte"))))))
+  (testing "a new connection that sends nothing waits :header-timeout, not :idle-timeout"
+    (with-server ok {:idle-timeout 60000 :header-timeout 600}
+      (with-open [s (Socket. "127.0.0.1" (int u/*port*))]
+        (let [t0 (System/nanoTime)
+              closed (closed-by-server? s 4000)
+              ms (/ (- (System/nanoTime) t0) 1e6)]
+          (is closed "closed before its first request")
+          (is (< 450 ms 2500) (str "after " (long ms) " ms"))))))
   (testing "a response stuck on a client that stopped reading is closed, and its stream freed"
     (let [closed (promise)
           endless (proxy [InputStream] []

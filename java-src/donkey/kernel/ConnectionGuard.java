@@ -10,9 +10,10 @@ import java.util.Map;
 
 /**
  * The connections of one event loop: enforces {@code :max-connections} (shared by every loop
- * of a server), {@code :header-timeout} (a connection must deliver each complete request head
- * within that time of opening or of its previous response, so a client trickling header bytes,
- * slowloris-style, cannot hold a connection forever), {@code :request-timeout} (a handler
+ * of a server), {@code :header-timeout} (a connection must deliver its first request head
+ * within that time of opening, and each later one within that time of its first byte, so a
+ * client trickling header bytes, slowloris-style, cannot hold a connection forever; between
+ * requests a keep-alive connection waits {@code :idle-timeout}, which load balancers rely on), {@code :request-timeout} (a handler
  * that has not answered in time gets its client a 503), {@code :body-timeout} for bodies read
  * before the handler runs (a body that stops arriving for that long gets a 408) and
  * {@code :idle-timeout} (a connection on which no byte has moved either way for that long is
@@ -47,6 +48,12 @@ final class ConnectionGuard {
     int ended;
     /** When the connection last became idle: its accept, or its last response's end. */
     long idleSince = System.nanoTime();
+    /** The socket's reads, counted before decoding; null when the pipeline is not known. */
+    VertxInternals.InputReads input;
+    /** {@link #input}'s count when the last response ended. */
+    long readsAtEnd;
+    /** When the sweep first saw the next request head begin to arrive; 0 before. */
+    long headSince;
     /** The request being served (HTTP/1.x serves one at a time per connection), or null. */
     Exchange current;
     /**
@@ -154,6 +161,7 @@ final class ConnectionGuard {
       // (HTTP/2 ends its input with GOAWAY instead)
       VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
     }
+    s.input = VertxInternals.countReads(c);
     connections.put(c, s);
     c.closeHandler(v -> {
       s.closed = true;
@@ -232,6 +240,7 @@ final class ConnectionGuard {
     if (s.current == e) s.current = null;
     if (s.streams != null) s.streams.remove(e);
     s.idleSince = UNSTAMPED;
+    if (s.input != null) s.readsAtEnd = s.input.count;
     // (a pipelined request read before the client's end has started by now, see above)
     if (s.inputShut) closeIfDone(e.connection(), s);
   }
@@ -253,11 +262,7 @@ final class ConnectionGuard {
         // between requests, nothing left to send
         s.watched = null;
         s.movedAt = 0;
-        if (s.idleSince == UNSTAMPED) {
-          s.idleSince = w.now;
-        } else if (w.waitLimit > 0 && w.now - s.idleSince > w.waitLimit) {
-          w.late.add(c);
-        }
+        if (w.between(s)) w.late.add(c);
         continue;
       }
       long progress = VertxInternals.writeProgress(c);
@@ -314,7 +319,7 @@ final class ConnectionGuard {
     final long requestLimit;
     final long asyncLimit;
     final long idleLimit;
-    /** Between requests the header and idle limits apply to the same wait: the shorter wins. */
+    /** For a request head once it is due (see between): the shorter of header and idle. */
     final long waitLimit;
     /** So they do for a body the kernel reads before its handler runs. */
     final long bodyLimit;
@@ -330,6 +335,33 @@ final class ConnectionGuard {
       idleLimit = config.idleTimeoutMs * 1_000_000L;
       waitLimit = shorter(config.headerTimeoutMs * 1_000_000L, idleLimit);
       bodyLimit = shorter(config.bodyTimeoutMs * 1_000_000L, idleLimit);
+    }
+
+    /**
+     * A connection between requests, nothing left to send: true when it has waited too long.
+     * Before its first request the head is due within the wait limit of the accept. After a
+     * response it may idle for the idle limit; once bytes of a next head arrive, that head is
+     * due within the wait limit of the first sweep that saw them (bytes read before the
+     * response ended are not told apart from it: such a connection idles, which it could
+     * anyway).
+     */
+    boolean between(State s) {
+      if (s.idleSince == UNSTAMPED) {
+        s.idleSince = now;
+        s.headSince = 0;
+        return false;
+      }
+      if (s.started == 0 || s.input == null) {
+        return waitLimit > 0 && now - s.idleSince > waitLimit;
+      }
+      if (s.input.count != s.readsAtEnd) {
+        if (s.headSince == 0) {
+          s.headSince = now;
+          return false;
+        }
+        return waitLimit > 0 && now - s.headSince > waitLimit;
+      }
+      return idleLimit > 0 && now - s.idleSince > idleLimit;
     }
 
     /**

@@ -411,6 +411,30 @@ final class VertxInternals {
     }
   }
 
+  /**
+   * Event loop, at accept: counts the batches {@code c}'s socket delivers, before any decoding
+   * (so a request head that has only begun to arrive counts); null when {@code c} has no
+   * pipeline the kernel knows of.
+   */
+  static InputReads countReads(HttpConnection c) {
+    ChannelPipeline p = pipeline(c);
+    if (p == null || p.get("handler") == null) return null;
+    InputReads r = new InputReads();
+    p.addFirst("donkey-reads", r);
+    return r;
+  }
+
+  /** The number of reads from a connection's socket ({@link #countReads}). Event loop. */
+  static final class InputReads extends ChannelInboundHandlerAdapter {
+    long count;
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      count++;
+      ctx.fireChannelRead(msg);
+    }
+  }
+
   /** Reports the end of a connection's input; passes every other event on. */
   private static final class InputShutdown extends ChannelInboundHandlerAdapter {
     private final Runnable onInputShutdown;
