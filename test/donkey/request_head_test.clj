@@ -51,7 +51,11 @@
                              ["a slash" "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n"]
                              ["only a port" "GET / HTTP/1.1\r\nHost: :80\r\n\r\n"]
                              ["an unclosed IPv6 literal" "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n"]
-                             ["a bad percent-encoding" "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n"]]]
+                             ["a bad percent-encoding" "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n"]
+                             ;; an http URI with an empty host is invalid (RFC 9110 4.2.1)
+                             ["an empty Host" "GET / HTTP/1.1\r\nHost:\r\n\r\n"]
+                             ["a Host of spaces" "GET / HTTP/1.1\r\nHost:   \r\n\r\n"]
+                             ["an empty Host, OPTIONS *" "OPTIONS * HTTP/1.1\r\nHost:\r\n\r\n"]]]
           (is (refused? data) what)))
       (testing (str mode ": valid Hosts are served, and name the server")
         (doseq [[host name port] [["example.com" "example.com" nil]
@@ -65,8 +69,12 @@
             (when port (is (= port (:server-port m)) host))))
         (is (= u/*port* (:server-port (served "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")))
             "without a port in Host, the local port")
-        (is (= "127.0.0.1" (:server-name (served "GET / HTTP/1.1\r\nHost:\r\n\r\n")))
-            "an empty Host (a target without an authority) is valid: the local address"))
+        (is (= "a.example" (:server-name (served "GET http://a.example/ HTTP/1.1\r\nHost:\r\n\r\n")))
+            "an empty Host beside an absolute-form target, which names the host, is ignored"))
+      (testing (str mode ": HTTP/1.0 may omit Host, but not send an empty one")
+        (let [r (exchange "GET / HTTP/1.0\r\nHost:\r\n\r\n")]
+          (is (str/starts-with? (:resp r) "HTTP/1.0 400 "))
+          (is (closed? r))))
       (testing (str mode ": HTTP/1.0 may omit Host")
         (let [m (served "GET / HTTP/1.0\r\n\r\n")]
           (is (= "HTTP/1.0" (:protocol m)))

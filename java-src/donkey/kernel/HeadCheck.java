@@ -49,7 +49,7 @@ final class HeadCheck {
    * connection usually repeats them, and an equal String is valid without a second scan.
    */
   private String validTarget = "/";
-  private String validHost = "";
+  private String validHost;
 
   /**
    * Event loop: checks {@code req}'s head.
@@ -86,7 +86,8 @@ final class HeadCheck {
     if (hosts > 1) return "Bad Request: more than one Host header";
     if (hosts == 0) {
       if (req.version() == HttpVersion.HTTP_1_1) return "Bad Request: no Host header";
-    } else if (!validHost(host)) {
+    } else if (!validHost(host) && !(host.isEmpty() && absoluteForm(uri))) {
+      // (an absolute-form target names the host itself; Host is then ignored: RFC 9112 3.2.2)
       return "Bad Request: invalid Host header";
     }
     return null;
@@ -97,10 +98,13 @@ final class HeadCheck {
     return hosts != 0;
   }
 
-  /** True when {@code host} is a valid Host value ({@link #isAuthority}, empty allowed). */
+  /**
+   * True when {@code host} is a valid Host value ({@link #isAuthority}); not an empty one: an
+   * http or https URI with an empty host is invalid (RFC 9110 4.2.1).
+   */
   boolean validHost(String host) {
     if (host.equals(validHost)) return true;
-    if (!isAuthority(host, true)) return false;
+    if (!isAuthority(host)) return false;
     validHost = host;
     return true;
   }
@@ -211,10 +215,15 @@ final class HeadCheck {
     }
     String authority = RequestMap.absoluteAuthority(uri);
     if (authority == null) return "Bad Request: invalid request target";
-    if (!isAuthority(authority, false)) {
+    if (!isAuthority(authority)) {
       return "Bad Request: invalid authority in the request target";
     }
     return null;
+  }
+
+  /** True for an absolute-form target (one {@link #target} let through). */
+  private static boolean absoluteForm(String uri) {
+    return !uri.startsWith("/") && !uri.equals("*");
   }
 
   /** True when a Connection value (a comma-separated list of options) lists {@code close}. */
@@ -228,14 +237,11 @@ final class HeadCheck {
    * True when {@code s} is an RFC 3986 {@code host [ ":" port ]}: an IP literal in brackets
    * (IPv6, with an RFC 6874 zone, or IPvFuture), or a registered name or IPv4 address
    * (unreserved characters, percent-encodings and sub-delimiters), with an optional decimal
-   * port up to 65535. No userinfo.
-   *
-   * @param mayBeEmpty true where an empty value is valid (a Host header, for a target without
-   *     an authority)
+   * port up to 65535. No userinfo; not empty.
    */
-  static boolean isAuthority(String s, boolean mayBeEmpty) {
+  static boolean isAuthority(String s) {
     int n = s.length();
-    if (n == 0) return mayBeEmpty;
+    if (n == 0) return false;
     int i = 0;
     if (s.charAt(0) == '[') {
       int close = s.indexOf(']');
