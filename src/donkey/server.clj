@@ -121,10 +121,12 @@
   ring-jetty's and http-kit's names for these are accepted too (:max-threads, :max-idle-time,
   :request-header-size, :selector-threads, :send-server-version? false; :ip, :thread,
   :queue-size, :max-body, :max-line, :ring-async?, ...: the README has the whole mapping); two
-  names of one setting with different values fail. Other unknown options are ignored, so an
-  existing option map works as it is; options asking for something donkey does not do
-  (Unix domain sockets, a thread pool or Jetty configurator of yours, ...) are refused
-  rather than ignored.
+  names of one setting with different values fail. A key that looks like a misspelt option
+  (:max-body-szie, :ssl, :maxBodySize) fails, naming the option it resembles; other unknown
+  keys (an application's own config) are ignored, so an existing option map works as it is.
+  Options asking for something donkey does not do (Unix domain sockets, a thread pool or
+  Jetty configurator of yours, ...) are refused rather than ignored. `(run-server handler)`
+  takes every default: port 80, and it blocks (:join? true).
 
   TLS: with :ssl? or :ssl-port, HTTPS is served on :ssl-port beside HTTP on :port (HTTPS only
   with :http? false), TLS 1.3 and 1.2 only, with forward-secret AEAD cipher suites; requests
@@ -136,15 +138,16 @@
   password, a key that does not match its certificate, ... included) and
   IllegalStateException when the server cannot start (port in use, ...), after releasing
   whatever it had started.")}
-  ^Server [handler opts]
-  (let [cfg (config handler opts)
-        ^Server server (try (Server/start cfg)
-                            ;; the kernel's TLS checks name the option; say whose argument
-                            ;; it was
-                            (catch IllegalArgumentException e (fail (ex-message e) e)))]
-    (when (options/join? opts)
-      (.await server))
-    server))
+  (^Server [handler] (run-server handler {}))
+  (^Server [handler opts]
+   (let [cfg (config handler opts)
+         ^Server server (try (Server/start cfg)
+                             ;; the kernel's TLS checks name the option; say whose argument
+                             ;; it was
+                             (catch IllegalArgumentException e (fail (ex-message e) e)))]
+     (when (options/join? opts)
+       (.await server))
+     server)))
 
 (def ^:private tls-options
   "The options `reload-ssl!` reads: those of the key material, trust and protocols."

@@ -479,6 +479,39 @@
   (testing "as are the ones accepted without effect, whatever their value"
     (is (= (option-values (cfg {})) (option-values (cfg (zipmap options/without-effect (repeat "x"))))))))
 
+(deftest misspelt-options-are-refused-naming-the-option
+  (doseq [[typo meant] [[:max-body-szie :max-body-size]
+                        [:max-body-sise :max-body-size]
+                        [:idle-timout :idle-timeout]
+                        [:header-timeuot :header-timeout]
+                        [:ssl :ssl?]
+                        [:join :join?]
+                        [:Port :port]
+                        [:maxBodySize :max-body-size]
+                        [:max_body_size :max-body-size]
+                        [:worker-thread :worker-threads]
+                        [:max-idle-tme :max-idle-time]      ; ring-jetty's name
+                        [:queue-sise :queue-size]           ; http-kit's
+                        [:unix-sockets :unix-socket]]]      ; refused, misspelt
+    (testing typo
+      (is (= (str "donkey.server/run-server: unknown option " typo "; did you mean " meant
+                  "? (other unknown keys are ignored; this one looks like a misspelling)")
+             (refusal {typo 1})))))
+  (testing "in :pool-opts too"
+    (is (re-find #"unknown option :n-treads in :pool-opts; did you mean :n-threads\?"
+                 (str (refusal {:pool-opts {:n-treads 4}})))))
+  (testing "an application's own keys, far from every option, and namespaced keys pass"
+    (doseq [k [:db :env :id :name :version :app-name :database-url :jwt-secret :redis
+               :portal? :hosts :my.app/port :log-level :features]]
+      (is (nil? (refusal {k 1})) k))))
+
+(deftest run-server-takes-the-defaults-without-options
+  (is (= '([handler] [handler opts]) (:arglists (meta #'server/run-server))))
+  ;; (the defaults bind port 80 and block: a handler that is not one fails before either)
+  (let [message (fn [f] (try (f) nil (catch IllegalArgumentException e (ex-message e))))]
+    (is (some? (message #(server/run-server 42))))
+    (is (= (message #(server/run-server 42 {})) (message #(server/run-server 42))))))
+
 (deftest every-option-refuses-a-bad-value-naming-itself
   (doseq [{k :key [kind lo] :check} (map #(update % :check (fn [c] (if (vector? c) c [c]))) options/table)
           :when (not= :any kind)

@@ -32,7 +32,8 @@
 
 (deftest on-this-jvm
   (if (< jvm 21)
-    (is (thrown-with-msg? IllegalStateException #":virtual-threads\? needs Java 21"
+    (is (thrown-with-msg? IllegalArgumentException
+                          #"^donkey\.server/run-server: :virtual-threads\? needs Java 21"
                           (server/run-server (slow 1) {:port 0 :join? false :virtual-threads? true})))
     (testing "200 sleeping blocking requests at once finish in about one sleep"
       (with-server (slow 1000) {:virtual-threads? true}
