@@ -292,13 +292,50 @@ public final class FormCodec {
     return true;
   }
 
+  /**
+   * Ring's rule with {@code :parse-namespaces? true} for a namespaced key:
+   * {@code [\p{L}*+!_?-][\p{L}\d*+!_?.-]* / [\p{L}*+!_?-][\p{L}\d*+!_?-]*} (no spaces): one
+   * {@code /}, a namespace that may also hold {@code .}, and a name as {@link #isKeywordSyntax}.
+   * So {@code "ns/a"} and {@code "a.b/c"} qualify; {@code "/a"}, {@code "a/"}, {@code "1a/b"},
+   * {@code "a/b/c"} do not.
+   */
+  public static boolean isNamespacedKeywordSyntax(String s) {
+    int slash = s.indexOf('/');
+    if (slash <= 0 || !isKeywordSyntax(s.substring(slash + 1))) return false;
+    for (int i = 0; i < slash; ) {
+      int cp = s.codePointAt(i);
+      boolean ok = Character.isLetter(cp)
+          || cp == '*' || cp == '+' || cp == '!' || cp == '_' || cp == '?' || cp == '-'
+          || (i > 0 && (cp == '.' || cp >= '0' && cp <= '9'));
+      if (!ok) return false;
+      i += Character.charCount(cp);
+    }
+    return true;
+  }
+
   /** {@code k} as a keyword when it has keyword syntax, else {@code k} itself. */
   public static Object keywordKey(String k) {
     return KEYS.get(k);
   }
 
+  /**
+   * {@code k} as a keyword when it has keyword syntax, or with {@code namespaces} namespaced
+   * keyword syntax ({@link #isNamespacedKeywordSyntax}: {@code "ns/a"} becomes {@code :ns/a});
+   * else {@code k} itself.
+   */
+  public static Object keywordKey(String k, boolean namespaces) {
+    return namespaces ? NAMESPACED_KEYS.get(k) : KEYS.get(k);
+  }
+
   private static final KeywordCache KEYS =
       new KeywordCache(k -> isKeywordSyntax(k) ? Keyword.intern(null, k) : k);
+
+  private static final KeywordCache NAMESPACED_KEYS = new KeywordCache(k -> {
+    if (isKeywordSyntax(k)) return Keyword.intern(null, k);
+    if (!isNamespacedKeywordSyntax(k)) return k;
+    int slash = k.indexOf('/');
+    return Keyword.intern(k.substring(0, slash), k.substring(slash + 1));
+  });
 
   /** The values of a key seen more than once, in order. */
   private static final class Multi {

@@ -30,10 +30,13 @@
   its :max-body-size.
 
   Options, checked when the middleware is built (by each call of a request function):
-    :keywords?     keys with keyword syntax (Ring's wrap-keyword-params rule, no namespaces)
-                   become keywords in :query-params, :form-params and :params, and wrap-params
-                   converts the keys of a :params already there; others stay strings
-                   (default false)
+    :keywords?     keys with keyword syntax (Ring's wrap-keyword-params rule) become keywords
+                   in :query-params, :form-params and :params, and wrap-params converts the
+                   keys of a :params already there; others stay strings (default false)
+    :parse-namespaces?  with :keywords?, as Ring's wrap-keyword-params option: keys such as
+                   \"user/name\" become namespaced keywords (:user/name), by Ring's rule
+                   (one `/`, a namespace that may hold `.`) (default false; true without
+                   :keywords? is refused, as it would do nothing)
     :encoding      charset (name or java.nio.charset.Charset) of the body and of
                    percent-encoded bytes; default, as Ring: the Content-Type's charset, else
                    UTF-8 (for the query string too)
@@ -53,35 +56,47 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; options, once
 
+(defn- charset-option
+  "`encoding` (nil, a charset name or a Charset) as a Charset or nil; throws
+  IllegalArgumentException naming `fname` and `what` otherwise."
+  ^Charset [fname what encoding]
+  (cond
+    (nil? encoding) nil
+    (instance? Charset encoding) encoding
+    (string? encoding)
+    (try (ContentType/forName encoding)
+         (catch UnsupportedCharsetException _
+           (throw (IllegalArgumentException.
+                   (str "donkey.middleware.params/" fname ": " what " names no charset this JVM has: "
+                        (pr-str encoding))))))
+    :else (throw (IllegalArgumentException.
+                  (str "donkey.middleware.params/" fname ": " what
+                       " must be a charset name or a java.nio.charset.Charset, got "
+                       (pr-str encoding))))))
+
 (defn- options
-  "Validates `opts` and returns [keywords? charset-or-nil max-params]."
+  "Validates `opts` and returns [keys charset-or-nil max-params], where keys is false
+  (strings), :keywords or :namespaced."
   [fname opts]
   (when-not (or (nil? opts) (map? opts))
     (throw (IllegalArgumentException.
             (str "donkey.middleware.params/" fname ": options must be a map, got " (pr-str opts)))))
-  (let [{:keys [keywords? encoding max-params]} opts]
-    (when-not (or (nil? keywords?) (boolean? keywords?))
+  (let [{:keys [keywords? parse-namespaces? encoding max-params]} opts]
+    (doseq [[k v] [[:keywords? keywords?] [:parse-namespaces? parse-namespaces?]]]
+      (when-not (or (nil? v) (boolean? v))
+        (throw (IllegalArgumentException.
+                (str "donkey.middleware.params/" fname ": " k " must be true or false, got "
+                     (pr-str v))))))
+    (when (and parse-namespaces? (not keywords?))
       (throw (IllegalArgumentException.
-              (str "donkey.middleware.params/" fname ": :keywords? must be true or false, got "
-                   (pr-str keywords?)))))
+              (str "donkey.middleware.params/" fname ": :parse-namespaces? needs :keywords? true "
+                   "(it says which keys become keywords)"))))
     (when-not (or (nil? max-params) (and (integer? max-params) (<= 1 max-params Integer/MAX_VALUE)))
       (throw (IllegalArgumentException.
               (str "donkey.middleware.params/" fname ": :max-params must be a positive integer, got "
                    (pr-str max-params)))))
-    [(boolean keywords?)
-     (cond
-       (nil? encoding) nil
-       (instance? Charset encoding) encoding
-       (string? encoding)
-       (try (ContentType/forName encoding)
-            (catch UnsupportedCharsetException _
-              (throw (IllegalArgumentException.
-                      (str "donkey.middleware.params/" fname ": :encoding names no charset this JVM has: "
-                           (pr-str encoding))))))
-       :else (throw (IllegalArgumentException.
-                     (str "donkey.middleware.params/" fname
-                          ": :encoding must be a charset name or a java.nio.charset.Charset, got "
-                          (pr-str encoding)))))
+    [(cond parse-namespaces? :namespaced keywords? :keywords :else false)
+     (charset-option fname ":encoding" encoding)
      (int (or max-params FormCodec/DEFAULT_MAX_PARAMS))]))
 
 ;; ---------------------------------------------------------------------------------------------
@@ -96,9 +111,21 @@
   ^Charset [request ^Charset fixed]
   (or fixed (ContentType/charset (content-type request)) StandardCharsets/UTF_8))
 
-(defn- decode-query ^IPersistentMap [request ^Charset cs keywords? max-params]
-  (FormCodec/decode ^String (:query-string request) cs (boolean keywords?) "query string"
-                    (int max-params)))
+(declare keyify)
+
+(defn- namespaced
+  "`m`, a decoded map, with the string keys left that have namespaced keyword syntax as
+  namespaced keywords when `keys` is :namespaced."
+  [m keys]
+  (if (and (= :namespaced keys)
+           (some #(and (string? %) (.contains ^String % "/")) (clojure.core/keys m)))
+    (keyify m true)
+    m))
+
+(defn- decode-query ^IPersistentMap [request ^Charset cs keys max-params]
+  (namespaced (FormCodec/decode ^String (:query-string request) cs (boolean keys) "query string"
+                                (int max-params))
+              keys))
 
 (defn- form-body?
   "True when the request carries a urlencoded form body that can be read."
@@ -107,11 +134,12 @@
     (and (or (instance? InputStream body) (string? body))
          (ContentType/is (content-type request) "application" "x-www-form-urlencoded"))))
 
-(defn- decode-form ^IPersistentMap [request ^Charset cs keywords? max-params]
+(defn- decode-form ^IPersistentMap [request ^Charset cs keys max-params]
   (let [body (:body request)]
-    (if (string? body)
-      (FormCodec/decodeBody ^String body cs (boolean keywords?) (int max-params))
-      (FormCodec/decodeBody ^InputStream body cs (boolean keywords?) (int max-params)))))
+    (namespaced (if (string? body)
+                  (FormCodec/decodeBody ^String body cs (boolean keys) (int max-params))
+                  (FormCodec/decodeBody ^InputStream body cs (boolean keys) (int max-params)))
+                keys)))
 
 (defmacro ^:private refusing-bad-input
   "Evaluates `body`; the codec's exceptions for refused input leave as bad-input exceptions."
@@ -148,23 +176,26 @@
                   (decode-form request (charset request fixed) keywords? max-params)))))
 
 (defn- keyify
-  "Ring's wrap-keyword-params on existing :params: string keys with keyword syntax become
-  keywords, in nested maps and vectors too. Only runs when :params was already there. New
-  keys have new hashes, so a map's new keys are checked as the codecs check theirs."
-  [x]
+  "Ring's wrap-keyword-params (with :parse-namespaces? when `namespaces?`): string keys with
+  keyword syntax become keywords, in nested maps and vectors too. New keys have new hashes,
+  so a map's new keys are checked as the codecs check theirs."
+  [x namespaces?]
   (cond
-    (map? x) (let [kvs (into [] (map (fn [[k v]] [(if (string? k) (FormCodec/keywordKey k) k) (keyify v)])) x)]
+    (map? x) (let [kvs (into [] (map (fn [[k v]]
+                                       [(if (string? k) (FormCodec/keywordKey k (boolean namespaces?)) k)
+                                        (keyify v namespaces?)]))
+                             x)]
                (when (KeyHashes/tooManyShared (object-array (map first kvs)) 0 1 (count kvs))
                  (throw (MalformedInputException.
                          "too many parameter names with colliding hashes in :params" -1)))
                (into {} kvs))
-    (vector? x) (mapv keyify x)
+    (vector? x) (mapv #(keyify % namespaces?) x)
     :else x))
 
 (defn- params* [request keywords? fixed max-params]
   (refusing-bad-input
    (let [request (if (and keywords? (seq (:params request)))
-                   (update request :params keyify)
+                   (update request :params keyify (= :namespaced keywords?))
                    request)
          form? (and (not (:form-params request)) (form-body? request))
          query? (and (not (:query-params request)) (some? (:query-string request)))
@@ -204,6 +235,34 @@
   ([request opts]
    (let [[keywords? fixed max-params] (options "params-request" opts)]
      (params* request keywords? fixed max-params))))
+
+(defn assoc-query-params
+  "Ring's `ring.middleware.params/assoc-query-params`: the query string's parameters (String
+  keys) as :query-params and merged into :params, each merged into what the request already
+  has there; `{}` merged when there is no query string. `encoding` is a charset name or a
+  java.nio.charset.Charset (nil: UTF-8). Throws a bad-input exception for refused input (see
+  the namespace doc), IllegalArgumentException for an unknown `encoding`."
+  [request encoding]
+  (let [cs (or (charset-option "assoc-query-params" "encoding" encoding) StandardCharsets/UTF_8)
+        p (if (some? (:query-string request))
+            (refusing-bad-input (decode-query request cs false FormCodec/DEFAULT_MAX_PARAMS))
+            {})]
+    (merge-with merge request {:query-params p :params p})))
+
+(defn assoc-form-params
+  "Ring's `ring.middleware.params/assoc-form-params`: for a urlencoded form, its body's
+  parameters (String keys; the body read to its end) as :form-params and merged into
+  :params, each merged into what the request already has there; `{}` merged for any other
+  request. `encoding` is a charset name or a java.nio.charset.Charset (nil: the
+  Content-Type's charset, else UTF-8). Throws a bad-input exception for refused input (see the
+  namespace doc), IllegalArgumentException for an unknown `encoding`."
+  [request encoding]
+  (let [fixed (charset-option "assoc-form-params" "encoding" encoding)
+        p (if (form-body? request)
+            (refusing-bad-input
+             (decode-form request (charset request fixed) false FormCodec/DEFAULT_MAX_PARAMS))
+            {})]
+    (merge-with merge request {:form-params p :params p})))
 
 (defn wrap-query-params
   "Middleware that parses the query string into :query-params, a map of String keys
