@@ -25,7 +25,8 @@
                       (str "ping and pong data is a ByteBuffer or byte[], not " (type data))))))
 
 (defn open?
-  "True while messages can be sent on `socket`. Any thread."
+  "True while messages can be sent on `socket`: false from the call to `close` on, and once a
+  close was sent or received or the connection ended. Any thread."
   [^WebSocket socket]
   (.isOpen socket))
 
@@ -57,8 +58,9 @@
 
 (defn close
   "Starts the close handshake of `socket`: code 1000 and \"Normal Closure\", or `code` and
-  `reason` (at most 123 bytes of UTF-8). Nothing can be sent after it; the connection closes
-  when the client answers, or 5 s later. Never waits; any thread."
+  `reason` (at most 123 bytes of UTF-8). From the call on `open?` is false and nothing can be
+  sent, before the close frame has gone out; the connection closes when the client answers, or
+  5 s later. Never waits; any thread."
   ([socket] (close socket 1000 "Normal Closure"))
   ([^WebSocket socket code reason]
    (.close socket (int code) (str reason))))

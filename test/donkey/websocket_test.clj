@@ -706,6 +706,54 @@
           (is (every? #(= 1 (count %)) (vals @calls)) "once each")
           (is (every? #{[1000] [4000]} (vals @calls)) "with the code of whoever closed first"))))))
 
+;; ---- open? ---------------------------------------------------------------------------------
+
+(deftest open?-is-false-from-the-close-call-on
+  ;; one event loop, held by another socket's listener: the close the test thread starts cannot
+  ;; reach the loop, so open? must answer from the call itself
+  (let [socket (promise)
+        holding (promise)
+        release (CountDownLatch. 1)
+        in-callback (promise)]
+    (with-server {:routes [{:path "/sync"
+                            :handler (fn [_] {:ring.websocket/listener
+                                              {:on-open (fn [s] (deliver socket s))
+                                               :on-message (fn [s _]
+                                                             (dws/close s 4000 "from a worker")
+                                                             (deliver in-callback (dws/open? s)))}})}
+                           {:path "/hold" :handler-mode :non-blocking
+                            :handler (fn [_ respond _]
+                                       (respond {:ring.websocket/listener
+                                                 {:on-message (fn [_ _]
+                                                                (deliver holding true)
+                                                                (.await release 10 TimeUnit/SECONDS))}}))}]}
+      {:event-loops 1}
+      (testing "from another thread, while the loop is busy"
+        (let [c (raw-connect "/sync")
+              s (deref socket 3000 nil)
+              h (raw-connect "/hold")]
+          (try
+            (is (ws/open? s))
+            (write! h {:opcode 1 :payload "hold the loop"})
+            (is (deref holding 3000 false) "the loop is held")
+            (ws/close s)
+            (is (false? (ws/open? s)) "ring.websocket/open? is false at once")
+            (is (false? (dws/open? s)) "and so is donkey.websocket/open?")
+            (is (thrown? IOException (dws/send s "late")) "and nothing more is sent")
+            (finally (.countDown release)))
+          (let [f (until-close c)]
+            (is (= 1000 (close-code f)) "the close goes out once the loop is free")
+            (is (= "Normal Closure" (String. ^bytes (:payload f) 2 (- (alength ^bytes (:payload f)) 2)
+                                             StandardCharsets/UTF_8))))
+          (.close ^Socket (:socket c))
+          (.close ^Socket (:socket h))))
+      (testing "from the listener's own callback on a worker"
+        (let [c (raw-connect "/sync")]
+          (write! c {:opcode 1 :payload "x"})
+          (is (false? (deref in-callback 3000 :timeout)))
+          (is (= 4000 (close-code (until-close c))))
+          (.close ^Socket (:socket c)))))))
+
 ;; ---- threads ------------------------------------------------------------------------------
 
 (deftest a-blocking-listener-holds-its-socket-only

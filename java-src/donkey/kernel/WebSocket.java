@@ -77,7 +77,10 @@ public final class WebSocket {
 
   // ---- the socket ------------------------------------------------------------------------------
 
-  /** Any thread: true while messages can be sent (no close sent or received, connected). */
+  /**
+   * Any thread: true while messages can be sent: connected, {@link #close} not called, and no
+   * close sent or received.
+   */
   public boolean isOpen() {
     return queue.isOpen();
   }
@@ -138,7 +141,8 @@ public final class WebSocket {
 
   /**
    * Any thread, never waits: starts the close handshake with {@code code} and {@code reason}
-   * (at most 123 bytes of UTF-8): no message can be sent after it, and the connection closes
+   * (at most 123 bytes of UTF-8): from this call on {@link #isOpen} is false and no message can
+   * be sent, even before the close frame has gone out, and the connection closes
    * once the peer has answered, or {@link WebSocketSession#CLOSE_WAIT_MS} after the close was
    * sent. Does nothing when a close was already sent or received.
    *
@@ -153,6 +157,9 @@ public final class WebSocket {
     if (ByteBufUtil.utf8Bytes(r) > 123) {
       throw new IllegalArgumentException("a WebSocket close reason has at most 123 bytes");
     }
+    // shut here, not when the loop gets to the close: from this call on open? is false and no
+    // send is taken, whichever thread asks and however busy the loop is
+    queue.shut();
     session.onLoop(() -> session.closeLocally(code, r));
   }
 
