@@ -5,7 +5,8 @@
   that checks an option map and fills a `ServerConfig` from it. Internal to donkey: nothing
   here is public API."
   {:no-doc true}
-  (:require [clojure.string :as str])
+  (:require [clojure.string :as str]
+            [donkey.options.spelling :as spelling])
   (:import (donkey.kernel ServerConfig)))
 
 (set! *warn-on-reflection* true)
@@ -389,56 +390,12 @@
   "Every name run-server reads, whatever it does with it."
   (into #{:pool-opts} (concat (map :key table) (map first aliases) (keys refused) without-effect)))
 
-(defn- normal
-  "A name as a typo often spells it differently: lower case, without `-`, `_` and `?`."
-  [k]
-  (str/replace (str/lower-case (name k)) #"[-_?]" ""))
-
-(defn- edits
-  "The number of single-character insertions, deletions, substitutions and transpositions of
-  adjacent characters that turn `a` into `b` (optimal string alignment)."
-  [^String a ^String b]
-  (let [n (count a) m (count b)]
-    (loop [i 1
-           before nil                        ; row i-2
-           prev (vec (range (inc m)))]       ; row i-1
-      (if (> i n)
-        (peek prev)
-        (let [row (reduce
-                   (fn [row j]
-                     (let [same (= (.charAt a (dec i)) (.charAt b (dec j)))
-                           best (min (inc (prev j)) (inc (row (dec j)))
-                                     (+ (prev (dec j)) (if same 0 1)))
-                           swap (and before (> j 1)
-                                     (= (.charAt a (dec i)) (.charAt b (- j 2)))
-                                     (= (.charAt a (- i 2)) (.charAt b (dec j))))]
-                       (conj row (if swap (min best (inc (before (- j 2)))) best))))
-                   [i]
-                   (range 1 (inc m)))]
-          (recur (inc i) prev row))))))
-
-(defn suggestion
-  "The name `k` was probably meant to be, when `k` is not a name run-server reads but is close
-  to one: the same but for case, `-`, `_` and `?`, or one edit away from a name of five or
-  more characters, two from one of eight or more. Nil otherwise (a key of the application's
-  own), and for namespaced keys and non-keywords."
-  [k]
-  (when (and (keyword? k) (nil? (namespace k)) (not (known k)))
-    (let [n (name k) nk (normal k)]
-      (->> known
-           (keep (fn [option]
-                   (let [o (name option)
-                         limit (cond (<= 8 (count o)) 2 (<= 5 (count o)) 1 :else 0)
-                         d (edits n o)]
-                     (cond (= nk (normal option)) [0 o option]
-                           (<= d limit) [d o option]))))
-           sort first peek))))
-
 (defn- check-names!
-  "Fails on a key of `opts` that is close to a name run-server reads (`suggestion`)."
+  "Fails on a key of `opts` that is close to a name run-server reads
+  (`donkey.options.spelling/suggestion`)."
   [opts where]
   (doseq [k (keys opts)]
-    (when-let [meant (suggestion k)]
+    (when-let [meant (spelling/suggestion known k)]
       (fail (str "unknown option " k where "; did you mean " meant "? (other unknown keys are "
                  "ignored; this one looks like a misspelling)")))))
 

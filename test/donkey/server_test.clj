@@ -77,7 +77,7 @@
                           (server/run-server "nope" {:port 0 :join? false}))))
   (testing "virtual threads on a JVM without them"
     (when (< (.feature (Runtime/version)) 21)
-      (is (thrown-with-msg? IllegalStateException #"needs Java 21"
+      (is (thrown-with-msg? IllegalArgumentException #"^donkey\.server/run-server: :virtual-threads\? needs Java 21"
                             (server/run-server hello {:port 0 :join? false :virtual-threads? true}))))))
 
 (deftest ring-jetty-options-are-accepted
@@ -120,7 +120,8 @@
 (deftest zero-reflection-warnings
   (let [err (java.io.StringWriter.)]
     (binding [*err* err *warn-on-reflection* true]
-      (doseq [ns '[donkey.server donkey.routes donkey.stream donkey.middleware.params
+      (doseq [ns '[donkey.server donkey.options donkey.options.spelling donkey.routes
+                   donkey.stream donkey.middleware.errors donkey.middleware.params
                    donkey.middleware.json donkey.middleware.multipart donkey.example]]
         (require ns :reload)))
     (is (not (re-find #"Reflection warning" (str err))) (str err))))

@@ -52,8 +52,8 @@
   (let [f (doto (io/file "target" "startup-test.clj") (io/make-parents))
         _ (spit f script)
         java (str (System/getProperty "java.home") "/bin/java")
-        p (-> (ProcessBuilder. [java "-cp" (System/getProperty "java.class.path")
-                                "clojure.main" (str f)])
+        ^java.util.List cmd [java "-cp" (System/getProperty "java.class.path") "clojure.main" (str f)]
+        p (-> (ProcessBuilder. cmd)
               (.redirectErrorStream true)
               (.start))
         out (slurp (.getInputStream p))]
