@@ -254,6 +254,22 @@
     (try (f) (finally (.removeHandler logger h)))
     @records))
 
+(deftest huge-timeouts-do-not-wrap
+  ;; ms multiplied into ns past 2^64 wrap; this one wraps to under half a millisecond
+  (let [huge 18446744073710]
+    ;; (the sweep runs at most once a second: the handler outlasts two of them)
+    (with-server (fn [req]
+                   (let [n (count (slurp (:body req)))]
+                     (Thread/sleep 2500)
+                     {:status 200 :body (str "read " n)}))
+      {:request-timeout huge :header-timeout huge :idle-timeout Integer/MAX_VALUE :body-timeout huge
+       :async-timeout huge :blocked-warning huge}
+      (with-open [s (send-raw "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n")]
+        (Thread/sleep 300)
+        (doto (.getOutputStream s) (.write (.getBytes "ab" StandardCharsets/ISO_8859_1)) (.flush))
+        (is (read-until s "read 2" 8000) "a slow handler reading a slow body is served")
+        (is (not (closed-by-server? s 800)) "and the idle connection stays open")))))
+
 (deftest blocked-event-loop-warning-names-the-route
   (let [logs (capture-log
               #(with-server {:routes [{:path "/block/:n" :handler-mode :non-blocking

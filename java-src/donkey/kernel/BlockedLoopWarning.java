@@ -24,7 +24,7 @@ final class BlockedLoopWarning {
 
   private BlockedLoopWarning(List<ServerVerticle> loops, int eventLoops, long limitMs) {
     this.loops = loops;
-    this.limitNanos = limitMs * 1_000_000L;
+    this.limitNanos = Durations.nanos(limitMs);
     this.seen = new Exchange[eventLoops];
     this.seenAt = new long[eventLoops];
     this.warned = new Exchange[eventLoops];

@@ -330,11 +330,11 @@ final class ConnectionGuard {
     final List<RequestBody> bodyLate = new ArrayList<>(0);
 
     Sweep(ServerConfig config) {
-      requestLimit = config.requestTimeoutMs * 1_000_000L;
-      asyncLimit = config.asyncTimeoutMs() * 1_000_000L;
-      idleLimit = config.idleTimeoutMs * 1_000_000L;
-      waitLimit = shorter(config.headerTimeoutMs * 1_000_000L, idleLimit);
-      bodyLimit = shorter(config.bodyTimeoutMs * 1_000_000L, idleLimit);
+      requestLimit = Durations.nanos(config.requestTimeoutMs);
+      asyncLimit = Durations.nanos(config.asyncTimeoutMs());
+      idleLimit = Durations.nanos(config.idleTimeoutMs);
+      waitLimit = shorter(Durations.nanos(config.headerTimeoutMs), idleLimit);
+      bodyLimit = shorter(Durations.nanos(config.bodyTimeoutMs), idleLimit);
     }
 
     /**

@@ -133,8 +133,8 @@ final class RequestBody {
    * ({@link #discardRest}).
    */
   private void stream(ServerConfig cfg) {
-    BodyInputStream in = new BodyInputStream(req, exchange.loop().eventLoop, cfg.bodyTimeoutMs,
-        () -> {
+    BodyInputStream in = new BodyInputStream(req, exchange.loop().eventLoop,
+        Durations.nanos(cfg.bodyTimeoutMs), () -> {
           // claimed here, on the reading thread, before its read fails: the handler's own
           // answer to that failure comes later and is dropped
           if (exchange.claim()) {

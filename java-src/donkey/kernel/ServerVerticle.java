@@ -404,20 +404,12 @@ final class ServerVerticle extends VerticleBase {
     return Math.max(50, Math.min(1000, shortest / 4));
   }
 
-  /**
-   * {@code ms} in nanoseconds, at most Long.MAX_VALUE: the options take Jetty's Long/MAX_VALUE
-   * (and anything past 2^63 ns), which multiplied out would wrap to a short or negative time.
-   */
-  static long nanos(long ms) {
-    return ms > Long.MAX_VALUE / 1_000_000L ? Long.MAX_VALUE : ms * 1_000_000L;
-  }
-
   /** Event loop: the idle and ping checks of this loop's WebSockets ({@link WebSocketSession#sweep}). */
   private void sweepWebSockets() {
     if (webSockets.isEmpty()) return;
     long now = System.nanoTime();
-    long idle = nanos(config.wsIdleTimeoutMs);
-    long ping = nanos(config.wsPingIntervalMs);
+    long idle = Durations.nanos(config.wsIdleTimeoutMs);
+    long ping = Durations.nanos(config.wsPingIntervalMs);
     for (WebSocketSession ws : webSockets.toArray(new WebSocketSession[0])) ws.sweep(now, idle, ping);
   }
 

@@ -38,7 +38,7 @@ final class WebSocketSendQueue {
    */
   WebSocketSendQueue(long maxQueuedBytes, long maxWaitMs) {
     this.max = maxQueuedBytes;
-    this.maxWaitNanos = ServerVerticle.nanos(maxWaitMs);
+    this.maxWaitNanos = Durations.nanos(maxWaitMs);
   }
 
   /** Any thread: true while frames can be sent. */

@@ -51,14 +51,14 @@ public final class BodyInputStream extends InputStream {
   private long lastData = System.nanoTime();
 
   /**
-   * @param timeoutMs how long a read waits for more body before it fails (0 = forever)
+   * @param timeoutNanos how long a read waits for more body before it fails (0 = forever)
    * @param onTimeout run on the reading thread, before the read fails, when it gives up
    */
-  public BodyInputStream(HttpServerRequest req, Context loop, long timeoutMs,
+  public BodyInputStream(HttpServerRequest req, Context loop, long timeoutNanos,
                          Runnable onTimeout) {
     this.req = req;
     this.loop = loop;
-    this.timeoutNanos = timeoutMs * 1_000_000L;
+    this.timeoutNanos = timeoutNanos;
     this.onTimeout = onTimeout;
   }
 
