@@ -13,7 +13,8 @@
            (java.security KeyStore PrivateKey)
            (java.security.cert Certificate CertificateFactory X509Certificate)
            (java.util Base64)
-           (javax.net.ssl KeyManagerFactory SSLContext TrustManagerFactory)))
+           (javax.net.ssl KeyManager KeyManagerFactory SSLContext TrustManagerFactory
+                          X509ExtendedKeyManager)))
 
 (set! *warn-on-reflection* true)
 
@@ -130,7 +131,8 @@
   "A CA and keys signed by it, in a temporary directory (:dir), made by keytool: server
   certificates for localhost and 127.0.0.1 (:one, :two and :rsa, each also for a name of its
   own: a.test, b.test, c.test), a client certificate (:client), and key stores and PEM files
-  of them."
+  of them. Among the stores: stores of one key entry and nothing else (:ca-store, the CA's own,
+  and :client-store), and a store with no certificate at all (:empty)."
   []
   (let [dir (.toFile (Files/createTempDirectory "donkey-tls" (make-array FileAttribute 0)))
         _ (keytool "-genkeypair" "-keystore" (path dir "ca.p12") "-storetype" "PKCS12"
@@ -151,25 +153,45 @@
      :mixed (store! (io/file dir "mixed.p12") "PKCS12" {"a" one "c" rsa} {})
      :rsa-store (store! (io/file dir "rsa.p12") "PKCS12" {"rsa" rsa} {})
      :trust (store! (io/file dir "trust.p12") "PKCS12" {} {"ca" ca})
+     :ca-store (path dir "ca.p12")
+     :client-store (store! (io/file dir "client-store.p12") "PKCS12" {"client" client} {})
+     :empty (store! (io/file dir "empty.p12") "PKCS12" {} {})
      :pem-one (pem-files! dir "one" one)
      :pem-two (pem-files! dir "two" two)}))
 
 
+(defn- presenting
+  "`km`, choosing its client certificate whatever CAs the server's request names, as curl's
+  --cert does: the JDK's own offers only a certificate one of those CAs issued, so it would
+  offer none to a server whose trust store trusts a certificate itself rather than its CA."
+  ^X509ExtendedKeyManager [^X509ExtendedKeyManager km]
+  (proxy [X509ExtendedKeyManager] []
+    (chooseClientAlias [key-types _ socket] (.chooseClientAlias km key-types nil socket))
+    (chooseEngineClientAlias [key-types _ engine] (.chooseEngineClientAlias km key-types nil engine))
+    (getClientAliases [key-type _] (.getClientAliases km key-type nil))
+    (chooseServerAlias [key-type issuers socket] (.chooseServerAlias km key-type issuers socket))
+    (getServerAliases [key-type issuers] (.getServerAliases km key-type issuers))
+    (getCertificateChain [alias] (.getCertificateChain km alias))
+    (getPrivateKey [alias] (.getPrivateKey km alias))))
+
 (defn client-context
   "An SSLContext trusting the CA of `pki` (from make-pki), presenting its client's
-  certificate when `cert?`."
+  certificate when `cert?` is true, or the certificate of another of its keys when `cert?`
+  names one (:one, say), whatever CAs the server names."
   ^SSLContext [pki cert?]
   (let [trust (doto (KeyStore/getInstance "PKCS12") (.load nil nil)
                 (.setCertificateEntry "ca" ^Certificate (:ca pki)))
         tmf (doto (TrustManagerFactory/getInstance "PKIX") (.init trust))
         kmf (when cert?
-              (let [{:keys [^PrivateKey key chain]} (:client pki)
+              (let [{:keys [^PrivateKey key chain]} (get pki (if (keyword? cert?) cert? :client))
                     ks (doto (KeyStore/getInstance "PKCS12") (.load nil nil)
                          (.setKeyEntry "client" key (.toCharArray ^String pass)
                                        (into-array Certificate chain)))]
                 (doto (KeyManagerFactory/getInstance "PKIX") (.init ks (.toCharArray ^String pass)))))]
     (doto (SSLContext/getInstance "TLS")
-      (.init (when kmf (.getKeyManagers ^KeyManagerFactory kmf)) (.getTrustManagers tmf) nil))))
+      (.init (when kmf
+               (into-array KeyManager [(presenting (first (.getKeyManagers ^KeyManagerFactory kmf)))]))
+             (.getTrustManagers tmf) nil))))
 
 (defn delete-pki!
   "Deletes the files of `pki`."

@@ -20,10 +20,11 @@
            (java.nio.charset StandardCharsets)
            (java.nio.file Files)
            (java.nio.file.attribute FileAttribute)
-           (java.security KeyStore PrivateKey)
+           (java.security KeyStore KeyStore$PasswordProtection KeyStore$SecretKeyEntry PrivateKey)
            (java.security.cert Certificate CertificateFactory X509Certificate)
            (java.time Duration)
            (java.util Base64)
+           (javax.crypto.spec SecretKeySpec)
            (javax.net.ssl KeyManagerFactory SNIHostName SNIServerName SSLContext SSLSocket
                           SSLSocketFactory TrustManagerFactory)))
 
@@ -310,6 +311,53 @@
     (testing ":client-auth without a :truststore is refused at start-up"
       (is (re-find #":client-auth :need needs a :truststore"
                    (str (start-failure {:keystore (:p12 pki) :key-password pass :client-auth :need})))))))
+
+(defn- dn-of [k] (.getName (.getSubjectX500Principal (leaf-of k))))
+
+(defn- authenticates-clients
+  "Checks servers started with `opts` under :need and under :want: a client presenting the
+  certificate of `client` (a key of pki: :client, :one) is served with it as
+  :ssl-client-cert, and one without a certificate is refused under :need and served without
+  one under :want. The server's certificate is still :one."
+  [opts client]
+  (testing ":need"
+    (with-tls [s (assoc opts :client-auth :need)]
+      (let [port (server/ssl-port s)]
+        (is (= (dn-of client) (:cert (described (https-get port "/" client)))))
+        (with-open [sock (tls-socket port :cert? client :protocols ["TLSv1.2"])]
+          (is (= (leaf-of :one) (peer sock)) "the key store's key is the one served")
+          (is (= (dn-of client) (:cert (described (exchange sock "/")))) "over TLS 1.2 too"))
+        (is (refused? port) "a client without a certificate")
+        (is (refused? port :protocols ["TLSv1.2"]) "a TLS 1.2 client without a certificate"))))
+  (testing ":want"
+    (with-tls [s (assoc opts :client-auth :want)]
+      (let [port (server/ssl-port s)]
+        (is (= (dn-of client) (:cert (described (https-get port "/" client)))))
+        (is (= {:scheme :https :cert? false :cert nil :in-seq? false :map-ok? true}
+               (described (https-get port "/" false))))))))
+
+;; The JDK's trust manager, given a key store, trusts the certificates of its key entries as
+;; well as its trusted certificate entries; a :truststore is taken the same way.
+(deftest a-truststore-of-key-entries-trusts-their-certificates
+  (let [base {:keystore (:p12 pki) :key-password pass}]
+    (testing "the CA's own key store: clients the CA signed"
+      (authenticates-clients (assoc base :truststore (:ca-store pki) :trust-password pass) :client))
+    (testing "the same as a loaded KeyStore"
+      (authenticates-clients (assoc base :truststore (load-store (:ca-store pki) "PKCS12"))
+                             :client))
+    (testing "a client's own key store: that client"
+      (authenticates-clients (assoc base :truststore (:client-store pki) :trust-password pass)
+                             :client))
+    (testing "a trust store with no certificate at all is refused, naming it"
+      (is (re-find #"^donkey\.server/run-server: :truststore .*empty\.p12 holds no certificate to trust"
+                   (str (start-failure (assoc base :truststore (:empty pki) :trust-password pass
+                                              :client-auth :need)))))
+      (let [secret-only (doto (KeyStore/getInstance "PKCS12")
+                          (.load nil nil)
+                          (.setEntry "aes" (KeyStore$SecretKeyEntry. (SecretKeySpec. (byte-array 16) "AES"))
+                                     (KeyStore$PasswordProtection. (.toCharArray ^String pass))))]
+        (is (re-find #"^donkey\.server/run-server: :truststore holds no certificate to trust"
+                     (str (start-failure (assoc base :truststore secret-only :client-auth :want)))))))))
 
 ;; ---- the engine -----------------------------------------------------------------------------
 

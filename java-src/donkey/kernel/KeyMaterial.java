@@ -140,17 +140,38 @@ final class KeyMaterial {
     }
   }
 
-  /** The CAs of {@code :truststore}, behind a PKIX trust manager. */
+  /**
+   * The certificates of {@code :truststore}, behind a PKIX trust manager, taken as the JDK's
+   * trust manager takes a key store: its trusted certificate entries, and the certificate of
+   * each key entry (that certificate itself, not its issuer).
+   */
   static TrustManagerFactory trustManagers(ServerConfig c) {
     String where = c.truststore instanceof String ? ":truststore " + c.truststore : ":truststore";
     KeyStore ks = c.truststore instanceof KeyStore ? (KeyStore) c.truststore
         : load(":truststore", (String) c.truststore, null, c.trustPassword, ":trust-password");
+    return trust(where, ks);
+  }
+
+  /**
+   * A PKIX trust manager factory over {@code ks}, which must hold a certificate to trust: one
+   * with none would refuse every client certificate, which is never what was meant.
+   */
+  private static TrustManagerFactory trust(String where, KeyStore ks) {
     try {
       boolean any = false;
       for (String a : Collections.list(ks.aliases())) {
-        if (ks.isCertificateEntry(a)) any = true;
+        if (ks.isCertificateEntry(a)) {
+          any |= ks.getCertificate(a) instanceof X509Certificate;
+        } else if (ks.isKeyEntry(a)) {
+          // what the JDK's trust manager trusts of a key entry: its own certificate
+          Certificate[] chain = ks.getCertificateChain(a);
+          any |= chain != null && chain.length > 0 && chain[0] instanceof X509Certificate;
+        }
       }
-      if (!any) throw bad(where + " holds no trusted certificate");
+      if (!any) {
+        throw bad(where + " holds no certificate to trust: no trusted certificate entry, and no "
+            + "key entry with an X.509 certificate");
+      }
       TrustManagerFactory tmf = TrustManagerFactory.getInstance("PKIX");
       tmf.init(ks);
       return tmf;
