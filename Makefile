@@ -20,8 +20,8 @@ run: deps
 # fixed-rate latencies (LAT_RUNS interleaved runs per server); then the
 # protocols (bench/protocols.sh): TLS JSON, TLS handshakes, h2c and h2 against raw Vert.x with
 # the same settings; then WebSockets (bench/websocket.sh): echo messages/s, a broadcast to
-# 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server. About two
-# and a half hours; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 HS_WARMUP=3
+# 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server. About three
+# hours; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 SHAPE_MAX=4 HS_WARMUP=3
 # LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke run. Fails when any request or
 # message failed.
 bench: deps

@@ -28,7 +28,7 @@
 # wrongly, or a bench app printed a reflection warning.
 #
 # Environment (defaults in brackets), beside run.sh's (RUNS [5], DURATION, WARM_WINDOWS,
-# STEADY_WINDOW, STEADY_TOL, STEADY_MAX, SETTLE, TESTS, CONNECTIONS, PIPELINE, JSON_MODE,
+# STEADY_WINDOW, STEADY_TOL, STEADY_MAX, SETTLE, SHAPE_MAX, TESTS, CONNECTIONS, PIPELINE, JSON_MODE,
 # PORT, JVM_OPTS, SKIP_BUILD, ...):
 #   VARIANT [donkey-nb]  SHAPES ["minimal techempower"] (must include minimal)
 # Quick smoke run:
@@ -115,7 +115,7 @@ total=$(( RUNS * 3 * n_tests ))
 n=0
 log "$RUNS rounds x (raw-vertx $OLD $NEW) x ($TESTS), a fresh JVM each: ${WARM_WINDOWS} x 1s warm-up," \
     "steady-seeking ${STEADY_WINDOW}s windows (agree within ${STEADY_TOL}%, at most ${STEADY_MAX}s)," \
-    "then per shape ($SHAPES) ${SETTLE}s settle + ${DURATION}s measured"
+    "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${DURATION}s measured"
 for round in $(seq 1 "$RUNS"); do
   if [ $((round % 2)) -eq 1 ]; then order=(raw-vertx "$OLD" "$NEW"); else order=(raw-vertx "$NEW" "$OLD"); fi
   for test in $TESTS; do
@@ -134,7 +134,7 @@ python3 "$ROOT/bench/warmup_tables.py" compare "$RUNS_TSV" "$LOGS/table.md" "$OL
   echo "$NEW against $OLD, $RUNS rounds, interleaved (raw-vertx, then the two builds, alternating which goes first)," \
        "a fresh JVM per (build, test, round) on CPU $SERVER_CPU; JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
   echo "warm-up: $WARM_WINDOWS x 1s windows from the first 200; steady-seeking: ${STEADY_WINDOW}s windows until two" \
-       "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle + ${DURATION}s measured"
+       "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${DURATION}s measured"
   echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \
        "json not pipelined; donkey JSON: $JSON_MODE_RESOLVED; every window: $RUNS_TSV"
 } | tee -a "$LOGS/table.md"

@@ -257,12 +257,15 @@ STEADY_WINDOW="${STEADY_WINDOW:-5}"
 STEADY_TOL="${STEADY_TOL:-3}"
 STEADY_MAX="${STEADY_MAX:-60}"
 # A shape whose headers the JIT has not seen yet (Connection, Accept, cookies) can send it
-# through a deoptimization and a recompile before it runs at speed: the settle run absorbs it.
+# through a deoptimization and a recompile before it runs at speed, which on one core takes
+# longer than a fixed settle run: after SETTLE seconds on new connections, such a shape gets
+# STEADY_WINDOW-second windows until two agree within STEADY_TOL or SHAPE_MAX seconds passed.
 SETTLE="${SETTLE:-5}"
+SHAPE_MAX="${SHAPE_MAX:-30}"
 
 check_measure_settings() {
   local v s
-  for v in WARM_WINDOWS:600 STEADY_WINDOW:600 STEADY_MAX:3600 SETTLE:60; do
+  for v in WARM_WINDOWS:600 STEADY_WINDOW:600 STEADY_MAX:3600 SETTLE:60 SHAPE_MAX:3600; do
     check_int "${v%%:*}" "${v#*:}"
   done
   if ! [[ "$STEADY_TOL" =~ ^[0-9]+(\.[0-9]+)?$ ]] \
@@ -324,8 +327,10 @@ krps() { awk -v r="$1" 'BEGIN { printf "%.0fk", r / 1000 }'; }
 #   4. steady-seeking: STEADY_WINDOW-second windows, minimal shape, until two consecutive ones
 #      agree within STEADY_TOL percent (note agreed) or the next window would take this phase
 #      past STEADY_MAX seconds (note max); at least one window;
-#   5. for each shape of SHAPES: a SETTLE-second run (phase settle, new connections), then
-#      DURATION seconds measured (phase measure).
+#   5. for each shape of SHAPES: a SETTLE-second run (phase settle, new connections); for a
+#      shape other than minimal, STEADY_WINDOW-second settle windows until two agree (note
+#      agreed) or the next would pass SHAPE_MAX seconds; then DURATION seconds measured (phase
+#      measure).
 # Returns 1 when the server did not start, answered wrongly, a request failed in any window,
 # or the bench app printed a reflection warning.
 measure_jvm() {
@@ -362,6 +367,17 @@ measure_jvm() {
   for shape in $SHAPES; do
     load_window settle "$shape" 1 "$SETTLE" || bad=1
     emit_window -
+    if [ "$shape" != minimal ]; then
+      i=1; total=0; prev=""
+      while [ $((total + STEADY_WINDOW)) -le "$SHAPE_MAX" ]; do
+        i=$((i + 1))
+        load_window settle "$shape" "$i" "$STEADY_WINDOW" || bad=1
+        total=$((total + STEADY_WINDOW))
+        if [ -n "$prev" ] && agree "$prev" "$W_RPS"; then emit_window agreed; break; fi
+        emit_window -
+        prev="$W_RPS"
+      done
+    fi
     load_window measure "$shape" 1 "$DURATION" || bad=1
     emit_window -
     log "    $M_TEST $shape: $W_RPS req/s, p99 $W_P99 us, errors $W_ERR, load average $(loadavg)"
