@@ -26,7 +26,8 @@
 
 (defn open?
   "True while messages can be sent on `socket`: false from the call to `close` on, and once a
-  close was sent or received or the connection ended. Any thread."
+  close has been sent or the connection has ended. A client's close is answered once the
+  listener's callbacks for what came before it have run, so they can still send. Any thread."
   [^WebSocket socket]
   (.isOpen socket))
 

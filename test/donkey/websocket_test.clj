@@ -706,6 +706,99 @@
           (is (every? #(= 1 (count %)) (vals @calls)) "once each")
           (is (every? #{[1000] [4000]} (vals @calls)) "with the code of whoever closed first"))))))
 
+;; ---- what comes before a close -----------------------------------------------------------
+
+(defn- write-at-once!
+  "Writes `frames` (maps for `frame`) in one write, so that the server reads them together."
+  [{:keys [^OutputStream out]} & frames]
+  (let [buf (ByteArrayOutputStream.)]
+    (doseq [f frames] (.write buf (frame f)))
+    (.write out (.toByteArray buf))
+    (.flush out)))
+
+(defn- frames-to-close
+  "The server's frames up to its close, as [opcode text] ([8 code] for the close), then what
+  ended the reading: :eof or :reset when the connection closed, else :timeout or a frame."
+  [c]
+  (loop [acc []]
+    (let [f (read-frame c)]
+      (cond (not (map? f)) (conj acc f)
+            (= 8 (:opcode f)) (let [g (read-frame c)]
+                                (conj acc [8 (close-code f)] (if (map? g) [(:opcode g)] g)))
+            :else (recur (conj acc [(:opcode f) (text f)]))))))
+
+(deftest what-came-before-a-close-is-answered-before-it
+  ;; the frames and the close arrive in one read: a sync listener's callbacks have not run yet
+  ;; when the close is read, and what they send must still go out before the close's answer
+  (let [calls (atom [])
+        listener {:on-ping (fn [s data]
+                             (let [d (String. (bytes-of data) StandardCharsets/UTF_8)]
+                               (swap! calls conj [:ping d])
+                               (dws/pong s (.getBytes (str "pong:" d) StandardCharsets/UTF_8))))
+                  :on-message (fn [s m]
+                                (swap! calls conj [:message m])
+                                (dws/send s (str "echo:" m)))
+                  :on-close (fn [_ code _] (swap! calls conj [:close code]))}
+        close {:opcode 8 :payload (close-frame 1000 "")}]
+    (with-server {:routes [{:path "/sync" :handler (fn [_] {:ring.websocket/listener listener})}
+                           {:path "/async" :handler-mode :non-blocking
+                            :handler (fn [_ respond _] (respond {:ring.websocket/listener listener}))}]}
+      {}
+      (doseq [path ["/sync" "/async"]
+              [what frames answers heard]
+              [["a ping, then a close" [{:opcode 9 :payload "a"}]
+                [[10 "pong:a"]] [[:ping "a"]]]
+               ["a message, then a close" [{:opcode 1 :payload "b"}]
+                [[1 "echo:b"]] [[:message "b"]]]
+               ["pings and messages, then a close"
+                [{:opcode 9 :payload "c"} {:opcode 1 :payload "d"} {:opcode 9 :payload "e"}
+                 {:opcode 1 :payload "f"}]
+                [[10 "pong:c"] [1 "echo:d"] [10 "pong:e"] [1 "echo:f"]]
+                [[:ping "c"] [:message "d"] [:ping "e"] [:message "f"]]]]]
+        (testing (str path ": " what)
+          (reset! calls [])
+          (let [c (raw-connect path)]
+            (apply write-at-once! c (conj frames close))
+            (let [got (frames-to-close c)]
+              (is (= (conj answers [8 1000]) (pop got))
+                  "the listener's answers, then the close's echo")
+              (is (#{:eof :reset} (peek got)) "then the server ends the connection"))
+            (.close ^Socket (:socket c))
+            (is (wait-for #(some (comp #{:close} first) @calls) 3000))
+            (is (= (conj heard [:close 1000]) @calls)
+                "each callback in order, on-close last, with the client's code")))))))
+
+(deftest a-listener-that-does-not-return-holds-the-close-answer-for-a-bounded-time
+  (let [release (CountDownLatch. 1)
+        entered (promise)
+        calls (atom [])]
+    (with-server (fn [_] {:ring.websocket/listener
+                          {:on-message (fn [s m]
+                                         (deliver entered true)
+                                         (.await release 30 TimeUnit/SECONDS)
+                                         (swap! calls conj
+                                                (try (dws/send s (str "echo:" m)) :sent
+                                                     (catch IOException _ :refused))))
+                           :on-close (fn [_ code _] (swap! calls conj [:close code]))}})
+      {}
+      (let [c (raw-connect "/ws")]
+        (try
+          (.setSoTimeout ^Socket (:socket c) 20000)
+          (let [[got ms] (u/millis (do (write-at-once! c {:opcode 1 :payload "x"}
+                                                       {:opcode 8 :payload (close-frame 1000 "")})
+                                       (frames-to-close c)))]
+            (is (deref entered 3000 false))
+            (is (= [[8 1000]] (pop got)) "the close is answered without the listener")
+            (is (#{:eof :reset} (peek got)))
+            ;; the answer waits for the callbacks for 5 s at most
+            (is (<= 4500 ms 15000) (str "answered after " ms " ms")))
+          (finally
+            (.countDown release)
+            (.close ^Socket (:socket c))))
+        (is (wait-for #(= 2 (count @calls)) 5000))
+        (is (= [:refused [:close 1000]] @calls)
+            "a send after the answer is refused; on-close runs after the callback returns")))))
+
 ;; ---- open? ---------------------------------------------------------------------------------
 
 (deftest open?-is-false-from-the-close-call-on

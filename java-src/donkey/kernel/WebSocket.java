@@ -28,7 +28,10 @@ import java.util.concurrent.RejectedExecutionException;
  * a heap ByteBuffer for binary) within {@code :ws-max-text-size} / {@code :ws-max-binary-size},
  * else the socket is closed with 1009; a ping is answered with a pong unless the listener has
  * {@code on-ping}; a close frame is answered with one echoing its code, then the connection is
- * closed. Frames that break the protocol (an unmasked frame, a frame over
+ * closed. The answer follows whatever the listener sends in its callbacks for the messages and
+ * pings that came before the close: a sync listener's callbacks run on a worker after the close
+ * has been read, and the answer waits for them, {@link WebSocketSession#CLOSE_WAIT_MS} at
+ * most. Frames that break the protocol (an unmasked frame, a frame over
  * {@code :ws-max-frame-size}, invalid UTF-8 in text, a bad close frame, an RSV bit no
  * extension defined) are found by Netty's decoder and validator or by the session, which
  * answers them with a close (1002, 1009, 1007) and then closes the connection.
@@ -79,7 +82,8 @@ public final class WebSocket {
 
   /**
    * Any thread: true while messages can be sent: connected, {@link #close} not called, and no
-   * close sent or received.
+   * close sent. The peer's close is answered once a sync listener's callbacks for what came
+   * before it have run, so that they can still send; it is false from then on.
    */
   public boolean isOpen() {
     return queue.isOpen();

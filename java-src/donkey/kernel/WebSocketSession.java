@@ -38,7 +38,10 @@ import java.util.concurrent.TimeUnit;
 final class WebSocketSession extends ChannelInboundHandlerAdapter {
   private static final System.Logger LOG = System.getLogger("donkey");
 
-  /** How long a close this side sent waits for the peer's close before the connection closes. */
+  /**
+   * How long a close this side sent waits for the peer's close before the connection closes,
+   * and how long the peer's close waits for a sync listener's callbacks before it is answered.
+   */
   static final long CLOSE_WAIT_MS = 5_000;
 
   private final WebSocket socket;
@@ -64,6 +67,8 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
   private int peerCode = -1;
   private String peerReason = "";
   private ScheduledFuture<?> closeWait;
+  /** Set while the peer's close waits for a sync listener's callbacks before it is answered. */
+  private ScheduledFuture<?> answerWait;
   /** Frames read and application frames written, counted for the idle sweep. */
   private long reads;
   private long writes;
@@ -104,10 +109,15 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
 
   /**
    * Event loop: sends a close with {@code code}; the connection closes as
-   * {@link WebSocket#close} says.
+   * {@link WebSocket#close} says. When the peer's close came first and its answer is waiting
+   * for the listener, the answer goes now instead, with the peer's code.
    */
   void closeLocally(int code, String reason) {
     if (closeSent || closed) return;
+    if (closeReceived) {
+      answerClose();
+      return;
+    }
     closeSent = true;
     localCode = code;
     localReason = reason;
@@ -149,7 +159,8 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
       sweptWrites = writes;
       activeAt = now;
     }
-    if (closeSent) return;
+    // a received close is answered within its own bound (closeFrame)
+    if (closeSent || closeReceived) return;
     if (idleNs > 0 && now - activeAt > idleNs) {
       closeLocally(1001, "idle timeout");
     } else if (pingNs > 0 && now - readAt > pingNs && now - pingedAt > pingNs
@@ -219,7 +230,10 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
 
   /**
    * Event loop: the peer's close: the answer to this side's, or a close to echo (its code, no
-   * reason) before the connection closes.
+   * reason) before the connection closes. A sync listener may still have callbacks to run for
+   * what the peer sent before its close, and what they send goes out before the echo: the echo
+   * waits for them, {@link #CLOSE_WAIT_MS} at most, so that a callback that does not return
+   * cannot hold the close; what it sends after that is refused.
    */
   private void closeFrame(CloseWebSocketFrame f) {
     if (closeReceived) return;
@@ -233,8 +247,29 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
       channel.close();
       return;
     }
-    closeSent = true;
     peerClosedFirst = true;
+    if (callbacks == null) {
+      // an event-loop listener's callbacks have run, and what they sent is in the channel
+      // ahead of the answer
+      answerClose();
+      return;
+    }
+    // behind the callbacks queued so far: a worker reaches it once they have returned, and its
+    // task reaches the loop after the writes they handed to the loop
+    callbacks.add(() -> onLoop(this::answerClose), 0, false);
+    answerWait = ctx.executor().schedule(() -> {
+      answerWait = null;
+      LOG.log(Level.DEBUG, "WebSocket {0}: a callback is still running, the close from the "
+          + "client is answered without waiting for it", where);
+      answerClose();
+    }, CLOSE_WAIT_MS, TimeUnit.MILLISECONDS);
+  }
+
+  /** Event loop: answers the peer's close, echoing its code, then closes the connection. */
+  private void answerClose() {
+    if (closeSent || closed) return;
+    cancelAnswerWait();
+    closeSent = true;
     queue.shut();
     CloseWebSocketFrame answer;
     try {
@@ -253,12 +288,20 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     }
   }
 
+  private void cancelAnswerWait() {
+    if (answerWait != null) {
+      answerWait.cancel(false);
+      answerWait = null;
+    }
+  }
+
   /** Event loop: the connection has closed: on-close runs, once, with what is known. */
   private void ended() {
     if (closed) return;
     closed = true;
     queue.shut();
     cancelCloseWait();
+    cancelAnswerWait();
     messages.drop();
     loop.webSockets.remove(this);
     if (!opened) return;
