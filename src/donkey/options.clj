@@ -200,9 +200,11 @@
               ":ssl-context is served by the JDK's engine under :auto (:openssl refuses one)")}
    {:key :truststore :to (field 'truststore) :check :keystore
     :doc (str "the CAs whose client certificates are accepted: a key store file's path or a "
-              "java.security.KeyStore; needed for :client-auth")}
+              "java.security.KeyStore; without it, :client-auth takes :keystore as the trust "
+              "store, as Jetty does")}
    {:key :trust-password :to (field 'trustPassword) :check :string-or-nil
-    :doc "password of :truststore"}
+    :doc (str "password of :truststore, or of :keystore taken as the trust store (there "
+              ":key-password when absent)")}
    {:key :client-auth :to (field 'clientAuth) :check [:one-of :none :want :need]
     :doc (str ":need: a client certificate is required; :want: asked for, not required; "
               "the request's :ssl-client-cert is the one presented")}

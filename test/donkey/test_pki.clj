@@ -131,8 +131,10 @@
   "A CA and keys signed by it, in a temporary directory (:dir), made by keytool: server
   certificates for localhost and 127.0.0.1 (:one, :two and :rsa, each also for a name of its
   own: a.test, b.test, c.test), a client certificate (:client), and key stores and PEM files
-  of them. Among the stores: stores of one key entry and nothing else (:ca-store, the CA's own,
-  and :client-store), and a store with no certificate at all (:empty)."
+  of them. Among the stores: the server's key beside the CA as a trusted certificate
+  (:with-ca), as a Jetty key store that is its own trust store holds them; stores of one key
+  entry and nothing else (:ca-store, the CA's own, and :client-store); and a store with no
+  certificate at all (:empty)."
   []
   (let [dir (.toFile (Files/createTempDirectory "donkey-tls" (make-array FileAttribute 0)))
         _ (keytool "-genkeypair" "-keystore" (path dir "ca.p12") "-storetype" "PKCS12"
@@ -153,6 +155,7 @@
      :mixed (store! (io/file dir "mixed.p12") "PKCS12" {"a" one "c" rsa} {})
      :rsa-store (store! (io/file dir "rsa.p12") "PKCS12" {"rsa" rsa} {})
      :trust (store! (io/file dir "trust.p12") "PKCS12" {} {"ca" ca})
+     :with-ca (store! (io/file dir "one-with-ca.p12") "PKCS12" {"one" one} {"ca" ca})
      :ca-store (path dir "ca.p12")
      :client-store (store! (io/file dir "client-store.p12") "PKCS12" {"client" client} {})
      :empty (store! (io/file dir "empty.p12") "PKCS12" {} {})

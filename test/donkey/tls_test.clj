@@ -307,10 +307,7 @@
             ctx (doto (SSLContext/getInstance "TLS") (.init (.getKeyManagers kmf) (.getTrustManagers tmf) nil))]
         (with-tls [s {:ssl-context ctx :client-auth :need}]
           (is (= client-dn (:cert (described (https-get (server/ssl-port s) "/" true)))))
-          (is (refused? (server/ssl-port s))))))
-    (testing ":client-auth without a :truststore is refused at start-up"
-      (is (re-find #":client-auth :need needs a :truststore"
-                   (str (start-failure {:keystore (:p12 pki) :key-password pass :client-auth :need})))))))
+          (is (refused? (server/ssl-port s))))))))
 
 (defn- dn-of [k] (.getName (.getSubjectX500Principal (leaf-of k))))
 
@@ -335,6 +332,45 @@
         (is (= (dn-of client) (:cert (described (https-get port "/" client)))))
         (is (= {:scheme :https :cert? false :cert nil :in-seq? false :map-ok? true}
                (described (https-get port "/" false))))))))
+
+;; As with ring-jetty (Jetty's SslContextFactory), a key store given without a trust store is
+;; the trust store too: its trusted certificate entries, and the certificates of its key
+;; entries themselves, which is how the JDK's trust manager takes a key store.
+(deftest client-auth-without-a-truststore-trusts-the-keystore
+  (testing "a key store file with the CA beside the server's key: clients the CA signed"
+    (authenticates-clients {:keystore (:with-ca pki) :key-password pass} :client))
+  (testing "the same as a loaded KeyStore"
+    (authenticates-clients {:keystore (load-store (:with-ca pki) "PKCS12") :key-password pass}
+                           :client))
+  (testing "a key store of the server's key alone trusts that key's certificate"
+    (authenticates-clients {:keystore (:p12 pki) :key-password pass} :one)
+    (authenticates-clients {:keystore (:jks pki) :key-password pass} :one)
+    (with-tls [s {:keystore (:p12 pki) :key-password pass :client-auth :need}]
+      (is (refused? (server/ssl-port s) :cert? true)
+          "not the CA that signed it: a client certificate the CA signed is not trusted")))
+  (testing ":trust-password opens the key store as the trust store, :key-password when it is absent"
+    (authenticates-clients {:keystore (:with-ca pki) :key-password pass :trust-password pass}
+                           :client)
+    (is (re-find #"^donkey\.server/run-server: :trust-password does not open :keystore .*one-with-ca\.p12"
+                 (str (start-failure {:keystore (:with-ca pki) :key-password pass
+                                      :trust-password "wrong" :client-auth :need})))))
+  (testing "a reload that turns client authentication on without a trust store"
+    (with-tls [s {:keystore (:with-ca pki) :key-password pass}]
+      (let [port (server/ssl-port s)]
+        (is (= 200 (:status (https-get port "/"))))
+        (server/reload-ssl! s {:keystore (:with-ca pki) :key-password pass :client-auth :need})
+        (is (refused? port))
+        (is (= (dn-of :client) (:cert (described (https-get port "/" true))))))))
+  (testing "PEM files are no trust store: :client-auth with them and no :truststore is refused"
+    (let [[one-crt one-key] (:pem-one pki)]
+      (is (re-find #"^donkey\.server/run-server: :client-auth :need with :ssl-cert/:ssl-key needs a :truststore"
+                   (str (start-failure {:ssl-cert one-crt :ssl-key one-key :client-auth :need}))))
+      (is (re-find #"^donkey\.server/run-server: :client-auth :want with :ssl-cert/:ssl-key needs a :truststore"
+                   (str (start-failure {:ssl-cert one-crt :ssl-key one-key :client-auth :want}))))
+      (testing "and served with one"
+        (authenticates-clients {:ssl-cert one-crt :ssl-key one-key :truststore (:trust pki)
+                                :trust-password pass}
+                               :client)))))
 
 ;; The JDK's trust manager, given a key store, trusts the certificates of its key entries as
 ;; well as its trusted certificate entries; a :truststore is taken the same way.

@@ -141,14 +141,35 @@ final class KeyMaterial {
   }
 
   /**
-   * The certificates of {@code :truststore}, behind a PKIX trust manager, taken as the JDK's
-   * trust manager takes a key store: its trusted certificate entries, and the certificate of
-   * each key entry (that certificate itself, not its issuer).
+   * The certificates client certificates are checked against, behind a PKIX trust manager:
+   * those of {@code :truststore}, or without one those of {@code :keystore}, which Jetty's
+   * SslContextFactory (ring-jetty's) takes as the trust store when none is given: of
+   * {@code :keystore-type}, opened with {@code :trust-password} or else {@code :key-password}.
+   * Either is taken as the JDK's trust manager takes a key store: its trusted certificate
+   * entries, and the certificate of each key entry (that certificate itself, not its issuer).
    */
   static TrustManagerFactory trustManagers(ServerConfig c) {
-    String where = c.truststore instanceof String ? ":truststore " + c.truststore : ":truststore";
-    KeyStore ks = c.truststore instanceof KeyStore ? (KeyStore) c.truststore
-        : load(":truststore", (String) c.truststore, null, c.trustPassword, ":trust-password");
+    if (c.truststore != null) {
+      String where =
+          c.truststore instanceof String ? ":truststore " + c.truststore : ":truststore";
+      KeyStore ks = c.truststore instanceof KeyStore ? (KeyStore) c.truststore
+          : load(":truststore", (String) c.truststore, null, c.trustPassword, ":trust-password");
+      return trust(where, ks);
+    }
+    if (c.keystore == null) throw bad("no :truststore and no :keystore to take as one");
+    String where = c.keystore instanceof String ? ":keystore " + c.keystore : ":keystore";
+    KeyStore ks;
+    if (c.keystore instanceof KeyStore) {
+      ks = (KeyStore) c.keystore;
+    } else {
+      boolean own = c.trustPassword != null;
+      try {
+        ks = load(":keystore", (String) c.keystore, c.keystoreType,
+            own ? c.trustPassword : c.keyPassword, own ? ":trust-password" : ":key-password");
+      } catch (IllegalArgumentException e) {
+        throw bad(e.getMessage() + " (the trust store, as no :truststore is given)", e);
+      }
+    }
     return trust(where, ks);
   }
 

@@ -119,8 +119,16 @@ final class TlsOptions {
       if (c.truststore != null) {
         trust = KeyMaterial.trustManagers(c);
       } else if (auth != ClientAuth.NONE) {
-        throw bad(":client-auth " + c.clientAuth + " needs a :truststore: the CAs whose client "
-            + "certificates are accepted");
+        // Jetty's fallback, the key store as the trust store, has no safe PEM counterpart:
+        // trusting the server's own certificate admits only holders of the server's key, and
+        // trusting its chain's CA admits whoever else that CA certified
+        if (c.keystore == null) {
+          throw bad(":client-auth " + c.clientAuth + " with :ssl-cert/:ssl-key needs a "
+              + ":truststore, the CAs whose client certificates are accepted: PEM files are no "
+              + "trust store to fall back on, as a :keystore is (the CA of :ssl-cert's chain may "
+              + "certify anyone; give it as the :truststore if it is your clients' CA)");
+        }
+        trust = KeyMaterial.trustManagers(c);
       }
     }
     List<String> suites = cipherSuites(c, engine);
