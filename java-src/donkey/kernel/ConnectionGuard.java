@@ -22,7 +22,7 @@ import java.util.Map;
  * timeouts are checked by a sweep every {@link #sweepPeriodMs} rather than a timer per
  * request, which would cost more than the rest of a small request's bookkeeping; the idle
  * check in particular replaces Netty's IdleStateHandler, which costs a promise and a listener
- * on every write (make bench: pipelined plaintext).
+ * on every write.
  *
  * <p>A plaintext connection is counted toward {@code :max-connections} here, at its accept. A
  * TLS one is counted when its listener accepts it ({@link VertxInternals#countAtAccept}):

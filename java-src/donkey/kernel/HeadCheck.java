@@ -111,8 +111,7 @@ final class HeadCheck {
 
   /**
    * The header lines as Netty decoded them: {@link #host}, {@link #hosts} and the framing and
-   * connection fields. Its own method so that {@link #check} stays small enough to inline
-   * (ExchangeBench.exchange_plaintext).
+   * connection fields. Its own method so that {@link #check} stays small enough to inline.
    *
    * @return null, or the reason for a 400
    */

@@ -52,9 +52,8 @@ final class Outbox implements WorkerPool.HandBack {
    * The longest a pipelined response is held for the ones after it (see {@link #releaseHeld}),
    * reached only when those wait for a worker (an overloaded pool) rather than run: a held
    * flush whose next request runs on a worker for {@link Workers#STALL_MS} is sent at once.
-   * Long enough for a 16-deep pipeline of fast handlers to leave in one write (a drain cycle
-   * of a busy loop is about a millisecond): 5 ms gave one write per 4.8 responses and 0.83x
-   * the throughput of 20 ms.
+   * Long enough for a deep pipeline of fast handlers to leave in one write even when a busy
+   * loop takes several drain cycles to run them; shorter holds split it into several writes.
    */
   static final long MAX_HOLD_MS = 20;
   private final long maxHoldNanos;

@@ -64,7 +64,7 @@ final class ResponseSender {
       x.onLoop(() -> writeNow(x, r, kind));
     } else if (kind == ResponseMap.Kind.FIXED && Thread.currentThread() == loop.thread) {
       // the loop's own fixed answer (a non-blocking handler's, the common one): written here,
-      // with no end handler; JMH ExchangeBench measures this path
+      // with no end handler
       if (closed(x)) return;
       try {
         endFixed(x, r);

@@ -441,7 +441,7 @@ public final class WorkerPool extends AbstractExecutorService {
       // A platform worker takes its work at once: the loop queues its whole batch before it
       // wakes one (ServerVerticle.flushHandoff), so there is no rest of a batch to wait for.
       // A virtual worker yields first, which resubmits it to the scheduler behind the loop's
-      // carrier work (make bench: sync JSON on virtual threads is faster with it).
+      // carrier work, which it would otherwise delay.
       if (virtual) Thread.yield();
       return true;
     }

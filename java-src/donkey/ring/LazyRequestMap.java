@@ -77,7 +77,7 @@ final class LazyRequestMap extends APersistentMap
    * The classes of the constructor's signature, resolved through this class's loader when it
    * is initialized: the JIT does not inline a method whose signature names a class its
    * holder's loader has not resolved yet, and the request path only passes some of these
-   * along. JMH ExchangeBench.exchange_plaintext measures it.
+   * along.
    */
   @SuppressWarnings("unused")
   private static final Class<?>[] SIGNATURE = {MultiMap.class, RequestMap.Head.class,

@@ -100,8 +100,7 @@ public final class ResponseMap {
   /**
    * True for the core map and vector classes, which are JSON bodies: an exact class test
    * first, so the common bodies skip the interface tests of {@link #isJson} (before JDK 23 a
-   * failing interface test scans every interface a Clojure collection implements). JMH
-   * ResponseBench.write_json measures it.
+   * failing interface test scans every interface a Clojure collection implements).
    */
   private static boolean isCoreJson(Class<?> c) {
     return c == PersistentArrayMap.class || c == PersistentHashMap.class

@@ -50,8 +50,7 @@ public final class ResponseWriter {
   /**
    * Classes named by the signatures of methods on the response path, resolved through this
    * class's loader when it is initialized: the JIT does not inline a method whose signature
-   * names a class its holder's loader has not resolved yet. JMH ExchangeBench.exchange_plaintext
-   * measures it.
+   * names a class its holder's loader has not resolved yet.
    */
   @SuppressWarnings("unused")
   private static final Class<?>[] SIGNATURES = {Class.class, Charset.class, Buffer.class,
@@ -157,7 +156,7 @@ public final class ResponseWriter {
   /**
    * {@link #writeFixed} for a response without a shared block: its header lines one by one.
    * Its own method so that writeFixed's common case stays small enough for the JIT to inline
-   * into the caller (ExchangeBench.exchange_plaintext).
+   * into the caller.
    */
   private static Buffer writeLines(MultiMap out, Object headers, HeaderPlan plan, Object body,
                                    Buffer json, CharSequence date, CharSequence server,

@@ -57,7 +57,7 @@ public final class Route {
    * of {@code IFn.invoke}'s signatures: C2 does not inline a method whose signature names a
    * class its holder's loader has not resolved, and a fn compiled at run time has a fresh
    * {@code DynamicClassLoader} that often has not (the handlers of an application loaded from
-   * source, and ExchangeBench's, which measures it). Harmless for any other class; called at
+   * source). Harmless for any other class; called at
    * start-up, any thread.
    */
   public static void linkForInlining(Object fn) {
