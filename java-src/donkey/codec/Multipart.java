@@ -1,5 +1,6 @@
 package donkey.codec;
 
+import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
@@ -20,6 +21,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * A streaming {@code multipart/form-data} parser (RFC 7578 over RFC 2046) producing Ring's
@@ -43,10 +45,21 @@ import java.util.Map;
  * invalid in the charset decode to U+FFFD. Filenames are exactly what the client sent (quoted
  * pairs {@code \"} and {@code \\} undone, {@code filename*} decoded): never use one as a path.
  *
+ * <p>A store, when configured, replaces the temp files: Ring's store contract. It is called
+ * once per file part, as the parse reaches it, with {@code {:filename :content-type :stream}},
+ * and what it returns is the part's value. {@code :stream} reads the part's content straight
+ * from the body (nothing is spooled) and must be read before the store returns: the rest of
+ * the part is skipped then, and the stream closed. A part over {@code maxFileSize} (or a body
+ * that breaks off) ends the stream with an {@code IOException} once the store has read
+ * {@code maxFileSize} bytes, its cause the {@link MultipartException}; that exception is what
+ * the parse throws, whatever the store did with the {@code IOException}. An exception of the
+ * store's own propagates. What a store kept of a body that fails later is its own to undo.
+ *
  * <p>Limits, each a {@link MultipartException} with status 413: bytes read from the body
  * ({@code maxRequestSize}, checked against Content-Length before reading too), bytes of one file
  * part ({@code maxFileSize}), bytes of one field ({@code maxFieldSize}), number of parts
- * ({@code maxParts}). Part header sections over {@value #MAX_PART_HEADER_BYTES} bytes are a 400,
+ * ({@code maxParts}), number of file parts ({@code maxFiles}, checked before the part's content
+ * is read). Part header sections over {@value #MAX_PART_HEADER_BYTES} bytes are a 400,
  * and so are more than {@link KeyHashes#MAX_SHARED} distinct part names of one hash, which
  * would make the parameter map quadratic to build.
  *
@@ -80,6 +93,19 @@ public final class Multipart {
   public static final Keyword CONTENT_TYPE = Keyword.intern("content-type");
   public static final Keyword TEMPFILE = Keyword.intern("tempfile");
   public static final Keyword SIZE = Keyword.intern("size");
+  public static final Keyword STREAM = Keyword.intern("stream");
+
+  /** Told how far a parse has got: Ring's {@code :progress-fn}, less the request. */
+  public interface Progress {
+    /**
+     * Called after every read from the body and after the headers of every part.
+     *
+     * @param bytesRead bytes read from the body so far
+     * @param contentLength the body's declared length, or -1
+     * @param items parts begun so far, fields and files
+     */
+    void update(long bytesRead, long contentLength, long items);
+  }
 
   private static final String CHARSET_FIELD = "_charset_";
   private static final int FILE_BUFFER = 16 * 1024;
@@ -90,8 +116,10 @@ public final class Multipart {
   private final long maxFieldSize;
   private final long maxRequestSize;
   private final int maxParts;
+  private final int maxFiles;
   private final boolean keywords;
   private final Path tempDir;
+  private final IFn store;
 
   /**
    * @param forcedCharset decode every field and header with this charset, whatever the body
@@ -110,9 +138,26 @@ public final class Multipart {
   public Multipart(Charset forcedCharset, Charset fallbackCharset, long maxFileSize,
                    long maxFieldSize, long maxRequestSize, int maxParts, boolean keywords,
                    File tempDir) {
-    if (maxFileSize <= 0 || maxFieldSize <= 0 || maxRequestSize <= 0 || maxParts <= 0) {
+    this(forcedCharset, fallbackCharset, maxFileSize, maxFieldSize, maxRequestSize, maxParts,
+         Integer.MAX_VALUE, keywords, tempDir, null);
+  }
+
+  /**
+   * As the constructor above, with
+   *
+   * @param maxFiles the most file parts in a body (zero refuses any)
+   * @param store Ring's store function for file parts (see the class doc); null for temp files
+   * @throws IllegalArgumentException if a limit is not positive, or {@code maxFiles} negative
+   */
+  public Multipart(Charset forcedCharset, Charset fallbackCharset, long maxFileSize,
+                   long maxFieldSize, long maxRequestSize, int maxParts, int maxFiles,
+                   boolean keywords, File tempDir, IFn store) {
+    if (maxFileSize <= 0 || maxFieldSize <= 0 || maxRequestSize <= 0 || maxParts <= 0
+        || maxFiles < 0) {
       throw new IllegalArgumentException("multipart limits must be positive");
     }
+    this.maxFiles = maxFiles;
+    this.store = store;
     this.forcedCharset = forcedCharset;
     this.fallbackCharset = fallbackCharset;
     this.maxFileSize = maxFileSize;
@@ -146,6 +191,15 @@ public final class Multipart {
    */
   public MultipartResult parse(InputStream body, String contentType, long contentLength)
       throws IOException {
+    return parse(body, contentType, contentLength, null);
+  }
+
+  /**
+   * As {@link #parse(InputStream, String, long)}, telling {@code progress} (may be null) how
+   * far it has got.
+   */
+  public MultipartResult parse(InputStream body, String contentType, long contentLength,
+                               Progress progress) throws IOException {
     if (contentLength > maxRequestSize) {
       throw MultipartException.tooLarge("multipart body is larger than " + maxRequestSize + " bytes");
     }
@@ -163,7 +217,7 @@ public final class Multipart {
       }
       if (fallback == null) fallback = StandardCharsets.UTF_8;
     }
-    return parseBody(body, boundary, fallback);
+    return parseBody(body, boundary, fallback, contentLength, progress);
   }
 
   /**
@@ -178,12 +232,22 @@ public final class Multipart {
    */
   public MultipartResult parseBody(InputStream body, String boundary, Charset fallback)
       throws IOException {
+    return parseBody(body, boundary, fallback, -1, null);
+  }
+
+  /**
+   * As {@link #parseBody(InputStream, String, Charset)}, telling {@code progress} (may be null)
+   * how far it has got, with {@code contentLength} (or -1) as the body's declared length.
+   */
+  public MultipartResult parseBody(InputStream body, String boundary, Charset fallback,
+                                   long contentLength, Progress progress) throws IOException {
     byte[] delim = delimiter(boundary);
     Charset headerCharset = forcedCharset != null ? forcedCharset : fallback;
     MultipartReader r = new MultipartReader(body, delim, BUFFER_SIZE, maxRequestSize,
-                                            MAX_PART_HEADER_BYTES);
+                                            MAX_PART_HEADER_BYTES, contentLength, progress);
     ArrayList<Item> items = new ArrayList<>();
     ArrayList<File> files = new ArrayList<>();
+    int fileParts = 0;
     boolean ok = false;
     try {
       r.skipPreamble();
@@ -192,8 +256,13 @@ public final class Multipart {
           throw MultipartException.tooLarge("multipart body has more than " + maxParts + " parts");
         }
         MultipartHeaders.Part p = MultipartHeaders.part(r.headerLines(headerCharset));
+        r.partBegun();
         if (p.filename != null) {
-          items.add(new Item(p.name, file(r, p, files), null, false));
+          if (++fileParts > maxFiles) {
+            throw MultipartException.tooLarge("multipart body has more than " + maxFiles + " files");
+          }
+          Object value = store == null ? file(r, p, files) : stored(r, p);
+          items.add(new Item(p.name, value, null, false));
         } else {
           FieldSink sink = new FieldSink(maxFieldSize, p.name);
           r.scan(sink, "no closing boundary");
@@ -228,6 +297,40 @@ public final class Multipart {
     });
   }
 
+  /**
+   * Hands a file part to the store and returns what it made of it. Whatever ended the part's
+   * stream early (a limit, a broken body) is thrown in place of what the store threw or
+   * returned: a store may catch the stream's IOException, and the refusal must not depend on
+   * it.
+   */
+  private Object stored(MultipartReader r, MultipartHeaders.Part p) throws IOException {
+    PartStream in = new PartStream(r, maxFileSize, p.name);
+    Object value;
+    try {
+      value = store.invoke(new PersistentArrayMap(new Object[] {
+        FILENAME, p.filename,
+        CONTENT_TYPE, p.contentType,
+        STREAM, in,
+      }));
+    } catch (Throwable t) {
+      in.closed = true;
+      throw rethrow(in.failure != null ? in.failure : t);
+    }
+    try {
+      in.close();
+    } catch (IOException | RuntimeException e) {
+      if (in.failure == null) throw e;
+    }
+    if (in.failure != null) throw rethrow(in.failure);
+    return value;
+  }
+
+  /** Throws {@code t}, checked or not, as it is; the return type lets callers write throw. */
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> RuntimeException rethrow(Throwable t) throws T {
+    throw (T) t;
+  }
+
   /** Decodes the fields and folds the items into Ring's map, repeated names into vectors. */
   private IPersistentMap params(List<Item> items, Charset fallback) {
     Charset formCharset = fallback;
@@ -252,7 +355,8 @@ public final class Multipart {
         value = new String((byte[]) value, cs);
       }
       Object old = acc.get(it.name);
-      if (old == null) {
+      // a store may return nil, which is a value like any other
+      if (old == null && !acc.containsKey(it.name)) {
         acc.put(it.name, value);
       } else if (old instanceof Repeated) {
         ((Repeated) old).add(value);
@@ -382,6 +486,92 @@ public final class Multipart {
 
     byte[] bytes() {
       return len == buf.length ? buf : Arrays.copyOf(buf, len);
+    }
+  }
+
+  /**
+   * A file part's content as an InputStream for a store, read from the body as the store reads
+   * it, up to a limit. Fail-stop: the first failure (a limit, a malformed or broken body) is
+   * kept in {@code failure} and every later read throws it again, so the parse can tell what
+   * ended the part whatever the store made of it. Closing skips the rest of the part; once the
+   * store has returned the stream is closed and reads throw.
+   */
+  private static final class PartStream extends InputStream {
+    private final MultipartReader r;
+    private final long max;
+    private final String name;
+    private long size;
+    private boolean ended;
+    boolean closed;
+    Throwable failure;
+    private byte[] one;
+
+    PartStream(MultipartReader r, long max, String name) {
+      this.r = r;
+      this.max = max;
+      this.name = name;
+    }
+
+    @Override
+    public int read() throws IOException {
+      if (one == null) one = new byte[1];
+      int n = read(one, 0, 1);
+      return n < 0 ? -1 : one[0] & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      Objects.checkFromIndexSize(off, len, b.length);
+      if (closed) {
+        throw new IOException("multipart part stream closed: a :store reads it before it returns");
+      }
+      if (failure != null) throw forReader(failure);
+      if (ended) return -1;
+      if (len == 0) return 0;
+      int n;
+      try {
+        // one byte past the limit is enough to tell that the part is over it
+        n = r.readContent(b, off, (int) Math.min(len, max - size + 1));
+      } catch (IOException | RuntimeException | Error e) {
+        failure = e;
+        throw forReader(e);
+      }
+      if (n < 0) {
+        ended = true;
+        return -1;
+      }
+      if (size + n > max) {
+        failure = MultipartException.tooLarge("file '" + MultipartHeaders.clip(name)
+                                              + "' is larger than " + max + " bytes");
+        throw forReader(failure);
+      }
+      size += n;
+      return n;
+    }
+
+    /**
+     * What a read throws for {@code t}: InputStream's IOException for a refused body (the
+     * MultipartException its cause), anything else as it is.
+     */
+    private static IOException forReader(Throwable t) {
+      if (t instanceof MultipartException) return new IOException(t.getMessage(), t);
+      throw rethrow(t);
+    }
+
+    /** Skips what is left of the part, counting it against the limit; then reads throw. */
+    @Override
+    public void close() throws IOException {
+      if (closed) return;
+      try {
+        if (failure == null && !ended) {
+          byte[] skip = new byte[FILE_BUFFER];
+          while (read(skip, 0, skip.length) >= 0) {
+            // the bytes are dropped: the part's end is what is wanted
+          }
+        }
+      } finally {
+        closed = true;
+      }
     }
   }
 

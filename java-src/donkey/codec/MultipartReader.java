@@ -11,8 +11,9 @@ import java.util.List;
  * buffer, finding delimiters ({@code CRLF "--" boundary}), header lines and part contents.
  *
  * <p>Memory: the buffer is the only storage; part contents are handed to a {@link Sink} in
- * slices as soon as they cannot be the start of a delimiter, so at most
- * {@code delimiter length - 1} bytes of content are held back between reads.
+ * slices as soon as they cannot be the start of a delimiter (or read from the reader with
+ * {@link #readContent}, as a stream), so at most {@code delimiter length - 1} bytes of content
+ * are held back between reads.
  *
  * <p>Threading: one instance per body, used by one thread.
  *
@@ -35,10 +36,18 @@ final class MultipartReader {
   private final byte[] delim;
   private final long maxTotal;
   private final int maxHeaderBytes;
+  private final long contentLength;
+  private final Multipart.Progress progress;
   private int pos;
   private int lim;
   private long total;
   private boolean eof;
+  /** Bytes at {@code pos} known to be content of the current part (see {@link #locate}). */
+  private int known;
+  /** A delimiter starts right after the {@code known} bytes. */
+  private boolean atDelim;
+  /** Parts begun, for {@code progress}. */
+  private long parts;
 
   /**
    * @param in the body; null reads as empty
@@ -46,10 +55,14 @@ final class MultipartReader {
    * @param maxTotal the most bytes that may be read from {@code in}
    * @param maxHeaderBytes the most bytes a part's header section may take, under
    *     {@code bufferSize / 2}
+   * @param contentLength the body's declared length, or -1, for {@code progress}
+   * @param progress told of every read from {@code in} and every part begun; may be null
    */
   MultipartReader(InputStream in, byte[] delim, int bufferSize, long maxTotal,
-                  int maxHeaderBytes) {
+                  int maxHeaderBytes, long contentLength, Multipart.Progress progress) {
     this.in = in;
+    this.contentLength = contentLength;
+    this.progress = progress;
     this.buf = new byte[bufferSize];
     this.delim = delim;
     this.maxTotal = maxTotal;
@@ -85,7 +98,14 @@ final class MultipartReader {
       throw MultipartException.tooLarge("multipart body is larger than " + maxTotal + " bytes");
     }
     lim += n;
+    if (progress != null) progress.update(total, contentLength, parts);
     return true;
+  }
+
+  /** Counts a part whose headers have been read, and says so to {@code progress}. */
+  void partBegun() {
+    parts++;
+    if (progress != null) progress.update(total, contentLength, parts);
   }
 
   /** Makes at least {@code n} unread bytes available; false if the stream ends first. */
@@ -116,14 +136,61 @@ final class MultipartReader {
    * @param endOfStream what is wrong when the stream ends before a delimiter
    */
   void scan(Sink sink, String endOfStream) throws IOException {
+    while (true) {
+      locate(endOfStream);
+      if (sink != null && known > 0) sink.write(buf, pos, known);
+      pos += known;
+      known = 0;
+      if (atDelim) {
+        pos += delim.length;
+        atDelim = false;
+        return;
+      }
+    }
+  }
+
+  /**
+   * Copies up to {@code len} bytes of the current part's content into {@code b}; the pull
+   * counterpart of {@link #scan}, for a part handed to code that reads a stream.
+   *
+   * @return the number of bytes copied (at least one when {@code len} is positive), or -1 at
+   *     the end of the part, having moved past its delimiter; the next call reads the content
+   *     of whatever follows, so the caller stops at -1
+   */
+  int readContent(byte[] b, int off, int len) throws IOException {
+    if (len == 0) return 0;
+    while (known == 0) {
+      if (atDelim) {
+        pos += delim.length;
+        atDelim = false;
+        return -1;
+      }
+      locate("no closing boundary");
+    }
+    int n = Math.min(len, known);
+    System.arraycopy(buf, pos, b, off, n);
+    pos += n;
+    known -= n;
+    return n;
+  }
+
+  /**
+   * Unless bytes at {@code pos} are already known to be content, finds how many are: sets
+   * {@code known} to the bytes before the next delimiter, or before a tail that could start
+   * one, reading more as needed, and {@code atDelim} when the delimiter itself follows them.
+   * Remembering the answer keeps small reads through {@link #readContent} from scanning the
+   * same bytes again.
+   */
+  private void locate(String endOfStream) throws IOException {
+    if (known > 0 || atDelim) return;
     final byte[] d = delim;
     final int dl = d.length;
     while (true) {
       int last = lim - dl;
       for (int i = pos; i <= last; i++) {
         if (buf[i] == CR && matches(i + 1, 1, dl - 1)) {
-          if (sink != null && i > pos) sink.write(buf, pos, i - pos);
-          pos = i + dl;
+          known = i - pos;
+          atDelim = true;
           return;
         }
       }
@@ -136,8 +203,10 @@ final class MultipartReader {
           break;
         }
       }
-      if (sink != null && keep > pos) sink.write(buf, pos, keep - pos);
-      pos = keep;
+      if (keep > pos) {
+        known = keep - pos;
+        return;
+      }
       if (!fill()) throw MultipartException.malformed(endOfStream);
     }
   }

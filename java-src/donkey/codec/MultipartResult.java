@@ -26,14 +26,14 @@ public final class MultipartResult implements AutoCloseable {
 
   /**
    * The parameters: names (Strings, or Keywords when asked for) to a String, a file map
-   * {@code {:filename :content-type :tempfile :size}}, or a vector of those for a repeated name,
-   * in arrival order.
+   * {@code {:filename :content-type :tempfile :size}} (with a store: what it returned), or a
+   * vector of those for a repeated name, in arrival order.
    */
   public IPersistentMap params() {
     return params;
   }
 
-  /** The temp files written, in arrival order (unmodifiable). */
+  /** The temp files written, in arrival order (unmodifiable); none with a store. */
   public List<File> tempFiles() {
     return List.of(tempFiles);
   }
