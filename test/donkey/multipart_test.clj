@@ -5,11 +5,14 @@
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
+            [donkey.middleware.errors :as errors]
             [donkey.middleware.multipart :as mp]
             [donkey.test-util :as u :refer [with-server request]]
-            [ring.middleware.multipart-params :as ring-mp])
-  (:import (donkey.codec Multipart MultipartException MultipartResult)
-           (java.io ByteArrayInputStream ByteArrayOutputStream File InputStream)
+            [ring.middleware.multipart-params :as ring-mp]
+            [ring.middleware.multipart-params.byte-array :as ring-ba])
+  (:import (clojure.lang ExceptionInfo)
+           (donkey.codec Multipart MultipartException MultipartResult)
+           (java.io ByteArrayInputStream ByteArrayOutputStream File InputStream IOException)
            (java.nio.charset Charset StandardCharsets)
            (java.nio.file Files)
            (java.nio.file.attribute FileAttribute)
@@ -676,3 +679,288 @@
         (is (< ms 2000) (str ms " ms")))
       (is (= "1000" (:body (post "/" (fields-body (map #(str "k" %) (range 1000)))))))
       (is (= 1 @calls)))))
+
+;; ---------------------------------------------------------------------------------------------
+;; Ring's :store, :max-file-count, :progress-fn and parse-multipart-params
+
+(defn- ring-request
+  "A request map as the server makes it, for calling the request functions directly."
+  [^bytes b]
+  {:request-method :post :uri "/up"
+   :headers {"content-type" (str "multipart/form-data; boundary=" boundary)
+             "content-length" (str (alength b))}
+   :body (ByteArrayInputStream. b)})
+
+(defn- refusal
+  "[status message cause-class] of the bad-input exception `(f)` throws; nil if it returns."
+  [f]
+  (try (f) nil
+       (catch ExceptionInfo e
+         (when (errors/bad-input? e) [(:status (ex-data e)) (ex-message e) (class (ex-cause e))]))))
+
+(defn- on-event-loop? [] (str/includes? (.getName (Thread/currentThread)) "eventloop"))
+
+(defn- recording-store
+  "A store that reads each part whole, records what it was given (and whether it ran on an
+  event loop) in `calls`, and returns {:stored filename :n size}."
+  [calls]
+  (fn [{:keys [filename content-type ^InputStream stream] :as item}]
+    (let [b (.readAllBytes stream)]
+      (swap! calls conj {:keys (set (keys item)) :filename filename :content-type content-type
+                         :content (String. b StandardCharsets/ISO_8859_1)
+                         :event-loop? (on-event-loop?)})
+      {:stored filename :n (alength b)})))
+
+(defn- with-vec-bytes
+  "The params with each :bytes array as a vector, so two results compare by content."
+  [params]
+  (let [f (fn [v] (if (map? v) (update v :bytes vec) v))]
+    (into {} (map (fn [[k v]] [k (if (vector? v) (mapv f v) (f v))])) params)))
+
+(deftest byte-array-store-has-rings-shape
+  (let [dir (temp-dir)
+        r (mp/multipart-params-request (ring-request upload-body)
+                                       {:store (ring-ba/byte-array-store) :temp-dir dir})
+        up (get-in r [:multipart-params "upload"])]
+    (is (= {:filename "notes.txt" :content-type "text/plain"} (dissoc up :bytes)))
+    (is (bytes? (:bytes up)))
+    (is (= "line one\nline two\n" (String. ^bytes (:bytes up) StandardCharsets/UTF_8)))
+    (is (= ["a" "b"] (get-in r [:params "tag"])))
+    (is (empty? (files-in dir)) "no temp file is written with a store")))
+
+(deftest byte-array-store-same-result-as-ring
+  (let [b (body [{:name "title" :content "My file"}
+                 {:name "upload" :filename "notes.txt" :content-type "text/plain" :content "line one\r\n"}
+                 {:name "bin" :filename "data.bin" :content-type "application/octet-stream"
+                  :content (tricky-content 70000 5 "")}
+                 {:name "none" :filename "" :content-type "application/octet-stream"}
+                 {:name "notype" :filename "x.txt" :content "no content type"}
+                 {:name "multi" :filename "1.txt" :content "one"}
+                 {:name "multi" :filename "2.txt" :content "two"}])
+        dir (temp-dir)
+        ours (promise)
+        theirs (promise)
+        store (ring-ba/byte-array-store)
+        view (fn [p] (fn [req] (deliver p (with-vec-bytes (:multipart-params req))) {:status 200}))
+        app (fn [req]
+              (if (= "/ring" (:uri req))
+                ((ring-mp/wrap-multipart-params (view theirs) {:store store}) req)
+                ((mp/wrap-multipart-params (view ours) {:store store :temp-dir dir}) req)))]
+    (with-server app {}
+      (is (= 200 (:status (post "/ring" b))))
+      (is (= 200 (:status (post "/donkey" b))))
+      (let [o (deref ours 5000 nil)]
+        (is (= 70000 (count (get-in o ["bin" :bytes]))))
+        (is (= (deref theirs 5000 nil) o)))
+      (is (empty? (files-in dir))))))
+
+(deftest custom-store-on-a-server
+  (doseq [async? [false true]]
+    (let [dir (temp-dir)
+          calls (atom [])
+          seen (promise)
+          h (mp/wrap-multipart-params
+             (if async?
+               (fn [req respond _] (deliver seen (:multipart-params req)) (respond {:status 200 :body "ok"}))
+               (fn [req] (deliver seen (:multipart-params req)) {:status 200 :body "ok"}))
+             {:store (recording-store calls) :temp-dir dir})
+          big (apply str (repeat 70000 "B"))]
+      (with-server h {:async? async?}
+        (is (= 200 (:status (post "/up" (body [{:name "title" :content "t"}
+                                               {:name "f" :filename "a.txt" :content-type "text/plain" :content "AAA"}
+                                               {:name "f" :filename "b.bin" :content big}])))))
+        (is (= {"title" "t" "f" [{:stored "a.txt" :n 3} {:stored "b.bin" :n 70000}]} (deref seen 5000 nil))
+            (str "the store's values are the params, async? " async?))
+        (is (= [{:keys #{:filename :content-type :stream} :filename "a.txt" :content-type "text/plain"
+                 :content "AAA" :event-loop? false}
+                {:keys #{:filename :content-type :stream} :filename "b.bin" :content-type nil
+                 :content big :event-loop? false}]
+               @calls)
+            "called once per file part, never for a field, and never on an event loop")
+        (is (empty? (files-in dir)))))))
+
+(deftest a-store-and-the-limits
+  (let [big (body [{:name "small" :filename "s" :content "x"} {:name "big" :filename "b" :content (byte-array 5000 (byte 1))}])
+        too-large [413 "file 'big' is larger than 1000 bytes" MultipartException]
+        seen (atom [])
+        reading (fn [{:keys [^InputStream stream filename]}]
+                  (let [out (ByteArrayOutputStream.)
+                        buf (byte-array 100)]
+                    (try (loop [] (let [n (.read stream buf)] (when (pos? n) (.write out buf 0 n) (recur))))
+                         (swap! seen conj [filename (.size out)])
+                         :read
+                         (catch IOException e
+                           (swap! seen conj [filename (.size out) (class (.getCause e))])
+                           (throw e)))))
+        parse (fn [b opts] #(mp/multipart-params-request (ring-request b) opts))]
+    (testing "a store reading a part over :max-file-size gets an IOException once it has read the limit"
+      (is (= too-large (refusal (parse big {:store reading :max-file-size 1000}))))
+      (is (= [["s" 1] ["b" 1000 MultipartException]] @seen)))
+    (testing "and the part is refused whatever the store makes of it"
+      (doseq [[what store] {"swallows it" (fn [{:keys [^InputStream stream]}]
+                                            (try (.readAllBytes stream) (catch Exception _ :swallowed)))
+                            "reads nothing" (fn [_] :unread)
+                            "closes the stream" (fn [{:keys [^InputStream stream]}]
+                                                  (try (.close stream) (catch IOException _ nil))
+                                                  :closed)
+                            "throws its own exception" (fn [{:keys [^InputStream stream]}]
+                                                         (try (.readAllBytes stream)
+                                                              (catch IOException e (throw (ex-info "store failed" {} e)))))}]
+        (is (= too-large (refusal (parse big {:store store :max-file-size 1000}))) what)))
+    (testing "what a store leaves unread is skipped, and the next part parses"
+      (is (= {"f" :unread "after" "ok"}
+             (:multipart-params ((parse (body [{:name "f" :filename "f" :content (byte-array 100000)}
+                                               {:name "after" :content "ok"}])
+                                        {:store (fn [_] :unread)}))))))
+    (testing "a body that breaks off in a file part"
+      (let [whole (body [{:name "f" :filename "f" :content (byte-array 3000)}])]
+        (is (= [400 "malformed multipart body: no closing boundary" MultipartException]
+               (refusal (parse (Arrays/copyOf whole (- (alength whole) 100)) {:store reading}))))))
+    (testing "the stream is closed once the store has returned"
+      (let [r ((parse (body [{:name "f" :filename "f" :content "data"}]) {:store :stream}))]
+        (is (thrown-with-msg? IOException #"closed" (.read ^InputStream (get-in r [:multipart-params "f"]))))))
+    (testing "a store that returns nil: nil is the value, also for a repeated name"
+      (is (= {"f" [nil nil]}
+             (:multipart-params ((parse (body [{:name "f" :filename "1"} {:name "f" :filename "2"}])
+                                        {:store (constantly nil)}))))))
+    (testing "the store's own exception propagates"
+      (is (thrown-with-msg? ExceptionInfo #"no thanks"
+                            ((parse (body [{:name "f" :filename "f" :content "x"}])
+                                    {:store (fn [_] (throw (ex-info "no thanks" {})))})))))))
+
+(deftest store-refusals-on-a-server
+  (doseq [async? [false true]]
+    (let [called (atom false)
+          handler (if async?
+                    (fn [_ respond _] (reset! called true) (respond {:status 200}))
+                    (fn [_] (reset! called true) {:status 200}))
+          b (body [{:name "big" :filename "b" :content (byte-array 5000)}])]
+      (testing (str "async? " async?)
+        (with-server (mp/wrap-multipart-params handler {:store (ring-ba/byte-array-store) :max-file-size 1000}) {:async? async?}
+          (let [r (post "/" b)]
+            (is (= 413 (:status r)))
+            (is (= "file 'big' is larger than 1000 bytes" (:body r)))))
+        (testing "a store may refuse a part with a bad-input exception: :error-handler answers"
+          (with-server (mp/wrap-multipart-params handler {:store (fn [_] (throw (errors/bad-input 415 "images only" nil)))})
+                       {:async? async?}
+            (let [r (post "/" b)]
+              (is (= 415 (:status r)))
+              (is (= "images only" (:body r))))))
+        (testing "any other exception of the store's is a failure, not bad input"
+          (with-server (mp/wrap-multipart-params handler {:store (fn [_] (throw (IllegalStateException. "disk full")))})
+                       {:async? async?}
+            (is (= 500 (:status (post "/" b))))))
+        (is (not @called))))))
+
+(def ^:private three-files
+  (body [{:name "a" :content "1"} {:name "f" :filename "1" :content "x"} {:name "b" :content "2"}
+         {:name "f" :filename "2" :content "y"} {:name "f" :filename "3" :content "z"}]))
+
+(deftest max-file-count
+  (let [dir (temp-dir)
+        parse (fn [b opts] #(mp/multipart-params-request (ring-request b) (assoc opts :temp-dir dir)))]
+    (testing "more file parts than :max-file-count: the request function throws a 413"
+      (is (= [413 "multipart body has more than 2 files" MultipartException]
+             (refusal (parse three-files {:max-file-count 2}))))
+      (is (empty? (files-in dir)) "the files written before are deleted"))
+    (testing "fields do not count"
+      (let [r ((parse three-files {:max-file-count 3}))]
+        (is (= 3 (count (get-in r [:multipart-params "f"]))))
+        (run! #(.delete ^File (:tempfile %)) (get-in r [:multipart-params "f"]))))
+    (testing "0 allows fields only"
+      (is (= {"a" "1"} (:multipart-params ((parse (body [{:name "a" :content "1"}]) {:max-file-count 0})))))
+      (is (= [413 "multipart body has more than 0 files" MultipartException]
+             (refusal (parse (body [{:name "a" :content "1"} {:name "f" :filename "" :content ""}]) {:max-file-count 0})))))
+    (testing "a store is not called for the part over the count"
+      (let [calls (atom [])]
+        (is (= 413 (first (refusal (parse three-files {:max-file-count 2 :store (recording-store calls)})))))
+        (is (= ["1" "2"] (map :filename @calls)))))
+    (testing "default: no count, :max-parts bounds the parts"
+      (is (= [413 "multipart body has more than 4 parts" MultipartException]
+             (refusal (parse three-files {:max-parts 4 :store (fn [_] :x)}))))))
+  (doseq [async? [false true]]
+    (testing (str "the middleware answers 413, async? " async?)
+      (let [called (atom false)
+            handler (if async?
+                      (fn [_ respond _] (reset! called true) (respond {:status 200}))
+                      (fn [_] (reset! called true) {:status 200}))
+            own (fn [req] {:status 413 :body (str "own: " (:status (ex-data (:donkey.middleware/error req))))})]
+        (with-server (mp/wrap-multipart-params handler {:max-file-count 2}) {:async? async?}
+          (let [r (post "/" three-files)]
+            (is (= 413 (:status r)))
+            (is (= "multipart body has more than 2 files" (:body r)))
+            (is (= ["text/plain; charset=utf-8"] (get-in r [:headers "content-type"])))))
+        (with-server (mp/wrap-multipart-params handler {:max-file-count 2
+                                                        :error-handler (fn ([req] (own req))
+                                                                         ([req respond _] (respond (own req))))})
+                     {:async? async?}
+          (is (= "own: 413" (:body (post "/" three-files)))))
+        (is (not @called))))))
+
+(deftest parse-multipart-params-as-ring-has-it
+  (is (= '([request] [request options]) (:arglists (meta #'mp/parse-multipart-params))))
+  (let [dir (temp-dir)
+        p (mp/parse-multipart-params (ring-request upload-body) {:temp-dir dir})]
+    (is (= expected-upload (readable p)) "the params map, as under :multipart-params")
+    (is (= [(get-in p ["upload" :tempfile])] (files-in dir)) "its temp file is the caller's")
+    (io/delete-file (get-in p ["upload" :tempfile])))
+  (is (= {"a" "1" "b" ["2" "3"]}
+         (mp/parse-multipart-params (ring-request (body [{:name "a" :content "1"} {:name "b" :content "2"}
+                                                         {:name "b" :content "3"}])))))
+  (is (= {:a "1"} (mp/parse-multipart-params (ring-request (body [{:name "a" :content "1"}])) {:keywords? true})))
+  (is (= "line one\nline two\n"
+         (String. ^bytes (get-in (mp/parse-multipart-params (ring-request upload-body) {:store (ring-ba/byte-array-store)})
+                                 ["upload" :bytes])
+                  StandardCharsets/UTF_8)))
+  (testing "nil for a request that is not multipart/form-data"
+    (is (nil? (mp/parse-multipart-params {:headers {"content-type" "application/x-www-form-urlencoded"}
+                                          :body (ByteArrayInputStream. (.getBytes "a=1"))})))
+    (is (nil? (mp/parse-multipart-params {:headers {}} {:max-file-count 1}))))
+  (testing "a refused body is the bad-input exception"
+    (is (= [400 "malformed multipart body: no opening boundary" MultipartException]
+           (refusal #(mp/parse-multipart-params (assoc (ring-request (.getBytes "junk")) :body (ByteArrayInputStream. (.getBytes "junk")))))))))
+
+(deftest progress-fn
+  (let [calls (atom [])
+        b (body [{:name "a" :content "1"} {:name "f" :filename "f" :content (byte-array 200000)} {:name "b" :content "2"}])
+        req (ring-request b)
+        r (mp/multipart-params-request
+           req {:store (fn [{:keys [^InputStream stream]}] (alength (.readAllBytes stream)))
+                :progress-fn (fn [request bytes-read content-length item-count]
+                               (swap! calls conj [(identical? request req) bytes-read content-length item-count]))})]
+    (is (= {"a" "1" "f" 200000 "b" "2"} (:multipart-params r)))
+    (is (every? first @calls) "called with the request")
+    (is (= #{(alength b)} (set (map #(nth % 2) @calls))) "and its Content-Length")
+    (is (apply <= (map second @calls)) "bytes read only grow")
+    (is (= (alength b) (second (last @calls))))
+    (is (= [0 1 2 3] (distinct (map #(nth % 3) @calls))) "item count: parts begun, fields and files"))
+  (testing "on a server: called where the body is parsed, never on an event loop"
+    (doseq [async? [false true]]
+      (let [calls (atom [])
+            h (mp/wrap-multipart-params (if async? (fn [_ respond _] (respond {:status 200})) (fn [_] {:status 200}))
+                                        {:progress-fn (fn [request bytes-read _ items]
+                                                        (swap! calls conj [(:uri request) bytes-read items (on-event-loop?)]))})]
+        (with-server h {:async? async?}
+          (is (= 200 (:status (post "/up" upload-body))))
+          (let [[uri bytes-read items] (last @calls)]
+            (is (= ["/up" 4] [uri items]) (str "async? " async?))
+            ;; the parse stops at the close delimiter: a CRLF after it may be left unread
+            (is (<= (- (alength ^bytes upload-body) 2) bytes-read (alength ^bytes upload-body))))
+          (is (not-any? #(nth % 3) @calls)))))))
+
+(deftest every-ring-option-is-read
+  ;; a value of the wrong kind is refused for each of Ring's options, which shows it is read
+  (doseq [[k bad] {:encoding 7 :fallback-encoding 7 :store 7 :progress-fn 7 :max-file-size "1"
+                   :max-file-count "1" :error-handler 7}]
+    (is (thrown-with-msg? IllegalArgumentException (re-pattern (str "wrap-multipart-params: " k))
+                          (mp/wrap-multipart-params identity {k bad}))
+        (str k)))
+  (doseq [[k bad] {:store "s" :progress-fn 7 :max-file-count -1}]
+    (is (thrown-with-msg? IllegalArgumentException (re-pattern (str "multipart-params-request: " k))
+                          (mp/multipart-params-request {:headers {}} {k bad})))
+    (is (thrown-with-msg? IllegalArgumentException (re-pattern (str "parse-multipart-params: " k))
+                          (mp/parse-multipart-params {:headers {}} {k bad}))))
+  (doseq [bad [1.5 (inc Integer/MAX_VALUE)]]
+    (is (thrown? IllegalArgumentException (mp/wrap-multipart-params identity {:max-file-count bad}))))
+  (is (fn? (mp/wrap-multipart-params identity {:store (ring-ba/byte-array-store) :progress-fn (fn [& _])
+                                               :max-file-count 0 :max-file-size nil}))))
