@@ -2,6 +2,7 @@ package donkey.codec;
 
 import clojure.lang.AFn;
 import clojure.lang.BigInt;
+import clojure.lang.IFn;
 import clojure.lang.IKVReduce;
 import clojure.lang.IPersistentCollection;
 import clojure.lang.IPersistentMap;
@@ -65,7 +66,8 @@ import java.util.UUID;
  * {@code "NaN"}, {@code "Infinity"}, {@code "-Infinity"}, as Jackson does. Java maps and
  * collections nested in Clojure data are written the same way; any other value goes to
  * Jackson's own serializers (which may fail: an object with no properties is an error, not
- * {@code {}}).
+ * {@code {}}). A {@link Json.Writer} with a key function names keyword keys by it (see
+ * {@link #write(Object, JsonGenerator, SerializerProvider, IFn)}).
  *
  * <p><b>Reading</b> (the deserializer for {@code Object}, {@link IPersistentMap} and
  * {@link IPersistentVector}): objects become persistent maps (array maps up to 8 entries, hash
@@ -262,6 +264,122 @@ public final class ClojureModule extends Module {
     }
   }
 
+  // ---------------------------------------------------------------------------------------
+  // writing with a key function
+
+  /**
+   * A value to write with {@link #keyFn} naming its maps' keyword keys: what
+   * {@link Json.Writer} gives Jackson, so that the key function reaches the code below through
+   * the serializer Jackson picks for this class, and writing without one never looks for it.
+   */
+  static final class KeyFnRoot {
+    final Object value;
+    final IFn keyFn;
+
+    KeyFnRoot(Object value, IFn keyFn) {
+      this.value = value;
+      this.keyFn = keyFn;
+    }
+  }
+
+  /** Writes a {@link KeyFnRoot}. */
+  static final class KeyFnRootSerializer extends StdSerializer<KeyFnRoot> {
+    KeyFnRootSerializer() {
+      super(KeyFnRoot.class);
+    }
+
+    @Override
+    public void serialize(KeyFnRoot root, JsonGenerator g, SerializerProvider provider)
+        throws IOException {
+      write(root.value, g, provider, root.keyFn);
+    }
+  }
+
+  static final KeyFnRootSerializer KEY_FN_ROOT_SERIALIZER = new KeyFnRootSerializer();
+
+  /**
+   * As {@link #write(Object, JsonGenerator, SerializerProvider)}, with each keyword key of a
+   * map named by {@code keyFn}, as cheshire's {@code :key-fn} does; other keys, and maps
+   * inside values Jackson writes itself (beans), are written as without it. Only maps and
+   * collections differ, so everything else is left to the method without a key function.
+   */
+  static void write(Object v, JsonGenerator g, SerializerProvider provider, IFn keyFn)
+      throws IOException {
+    if (v instanceof IPersistentMap || v instanceof Map) {
+      writeMap(v, g, provider, keyFn);
+    } else if (v instanceof IPersistentCollection || v instanceof java.util.Collection) {
+      g.writeStartArray(v);
+      if (v instanceof Iterable) {
+        for (Object x : (Iterable<?>) v) write(x, g, provider, keyFn);
+      } else {
+        for (ISeq s = RT.seq(v); s != null; s = s.next()) write(s.first(), g, provider, keyFn);
+      }
+      g.writeEndArray();
+    } else {
+      write(v, g, provider);
+    }
+  }
+
+  /**
+   * The JSON name of a map key: a keyword's as {@code keyFn} gives it, any other key's as
+   * {@link #key} gives it. The function's exception leaves as a {@link Json.KeyFnFailure},
+   * since Jackson would wrap it in its own.
+   */
+  static String key(Object k, IFn keyFn) {
+    if (!(k instanceof Keyword)) return key(k);
+    Object name;
+    try {
+      name = keyFn.invoke(k);
+    } catch (Exception e) {
+      throw new Json.KeyFnFailure(e);
+    }
+    return name instanceof String ? (String) name : key(name);
+  }
+
+  private static void writeMap(Object m, JsonGenerator g, SerializerProvider provider, IFn keyFn)
+      throws IOException {
+    g.writeStartObject(m);
+    if (m instanceof IKVReduce) {
+      ((IKVReduce) m).kvreduce(new RenamingEntryWriter(g, provider, keyFn), null);
+    } else if (m instanceof IPersistentMap) {
+      for (ISeq s = RT.seq(m); s != null; s = s.next()) {
+        Map.Entry<?, ?> e = (Map.Entry<?, ?>) s.first();
+        g.writeFieldName(key(e.getKey(), keyFn));
+        write(e.getValue(), g, provider, keyFn);
+      }
+    } else {
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) m).entrySet()) {
+        g.writeFieldName(key(e.getKey(), keyFn));
+        write(e.getValue(), g, provider, keyFn);
+      }
+    }
+    g.writeEndObject();
+  }
+
+  /** The reducing function of the key function's {@code writeMap}. */
+  private static final class RenamingEntryWriter extends AFn {
+    private final JsonGenerator g;
+    private final SerializerProvider provider;
+    private final IFn keyFn;
+
+    RenamingEntryWriter(JsonGenerator g, SerializerProvider provider, IFn keyFn) {
+      this.g = g;
+      this.provider = provider;
+      this.keyFn = keyFn;
+    }
+
+    @Override
+    public Object invoke(Object acc, Object k, Object v) {
+      try {
+        g.writeFieldName(key(k, keyFn));
+        write(v, g, provider, keyFn);
+      } catch (IOException e) {
+        throw Util.sneakyThrow(e);
+      }
+      return acc;
+    }
+  }
+
   /** Writes every value {@link #handles} claims. */
   static final class ValueSerializer extends StdSerializer<Object> {
     ValueSerializer() {
@@ -290,7 +408,9 @@ public final class ClojureModule extends Module {
 
   private static final class ClojureSerializers extends Serializers.Base {
     private static JsonSerializer<?> forType(JavaType type) {
-      return handles(type.getRawClass()) ? SERIALIZER : null;
+      Class<?> c = type.getRawClass();
+      if (c == KeyFnRoot.class) return KEY_FN_ROOT_SERIALIZER;
+      return handles(c) ? SERIALIZER : null;
     }
 
     @Override

@@ -1,11 +1,15 @@
 package donkey.codec;
 
+import clojure.lang.IFn;
+import clojure.lang.Util;
 import com.fasterxml.jackson.core.ErrorReportConfiguration;
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.PrettyPrinter;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
@@ -19,6 +23,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.text.DateFormat;
 import java.util.regex.Pattern;
 
 /**
@@ -42,10 +47,15 @@ import java.util.regex.Pattern;
  * naming the parser's classes, and whose {@link JsonException#status()} is 413 for too many
  * keys, else 400. An I/O failure of the stream itself is an {@link UncheckedIOException}.
  *
- * <p><b>Writing</b> ({@code writeBytes}, {@code writeString}, {@code writeBuffer}): UTF-8 JSON,
- * compact unless asked otherwise. A value that cannot be written (an object Jackson has no
- * serializer for, a lazy seq that throws while it is realised, nesting deeper than 1000) raises
- * {@link IllegalArgumentException} with the cause attached; nothing partial is returned.
+ * <p><b>Key functions</b>: {@code readBody} may be given a function that makes each object key
+ * from its name, and a {@link Writer} one that names each keyword key. An exception the
+ * function throws propagates unchanged (a checked one too), not as a JSON error.
+ *
+ * <p><b>Writing</b> ({@code writeBytes}, {@code writeString}, {@code writeBuffer}, and a
+ * {@link Writer} for other options): UTF-8 JSON, compact unless asked otherwise. A value that
+ * cannot be written (an object Jackson has no serializer for, a lazy seq that throws while it
+ * is realised, nesting deeper than 1000) raises {@link IllegalArgumentException} with the
+ * cause attached; nothing partial is returned.
  *
  * <p><b>Threading</b>: every method may be called from any thread at once. The Jackson
  * {@code JsonFactory}, {@code ObjectMapper} and {@code ObjectWriter}s are built once and shared;
@@ -63,6 +73,10 @@ public final class Json {
   private static final ObjectWriter PRETTY = WRITER.withDefaultPrettyPrinter();
   private static final ObjectWriter ASCII = WRITER.with(JsonWriteFeature.ESCAPE_NON_ASCII);
   private static final ObjectWriter PRETTY_ASCII = PRETTY.with(JsonWriteFeature.ESCAPE_NON_ASCII);
+  private static final Writer[] WRITERS = {
+    new Writer(WRITER, null), new Writer(ASCII, null), new Writer(PRETTY, null),
+    new Writer(PRETTY_ASCII, null)
+  };
 
   /** The most keys one decoded object may have unless the caller says otherwise. */
   public static final int DEFAULT_MAX_KEYS = JsonReading.DEFAULT_MAX_KEYS;
@@ -164,12 +178,34 @@ public final class Json {
   /** As {@link #readBody(InputStream, boolean, boolean, int)}, from a String. */
   public static Object readBody(String s, boolean keywordKeys, boolean bigDecimals,
                                 int maxKeys) {
-    return read(s, null, keywordKeys, bigDecimals, maxKeys, true);
+    return read(s, null, keywordKeys, bigDecimals, maxKeys, true, null);
+  }
+
+  /**
+   * As {@link #readBody(InputStream, boolean, boolean, int)}, with each object key made by
+   * {@code keyFn} from its name when it is not null (then {@code keywordKeys} is ignored).
+   * The limits hold for the keys it makes (see {@link JsonReading}); an exception it throws
+   * propagates unchanged.
+   */
+  public static Object readBody(InputStream in, boolean keywordKeys, boolean bigDecimals,
+                                int maxKeys, IFn keyFn) {
+    return read(null, in, keywordKeys, bigDecimals, maxKeys, true, keyFn);
+  }
+
+  /** As {@link #readBody(InputStream, boolean, boolean, int, IFn)}, from a String. */
+  public static Object readBody(String s, boolean keywordKeys, boolean bigDecimals,
+                                int maxKeys, IFn keyFn) {
+    return read(s, null, keywordKeys, bigDecimals, maxKeys, true, keyFn);
   }
 
   private static Object read(String s, InputStream in, boolean keywordKeys, boolean bigDecimals,
                              int maxKeys, boolean emptyIsNull) {
-    JsonReading reading = new JsonReading(keywordKeys, bigDecimals, maxKeys);
+    return read(s, in, keywordKeys, bigDecimals, maxKeys, emptyIsNull, null);
+  }
+
+  private static Object read(String s, InputStream in, boolean keywordKeys, boolean bigDecimals,
+                             int maxKeys, boolean emptyIsNull, IFn keyFn) {
+    JsonReading reading = new JsonReading(keywordKeys, bigDecimals, maxKeys, keyFn);
     JsonParser p = null;
     try {
       p = s != null ? FACTORY.createParser(s) : FACTORY.createParser(in);
@@ -184,6 +220,8 @@ public final class Json {
             400);
       }
       return v;
+    } catch (KeyFnFailure e) {
+      throw Util.sneakyThrow(e.getCause());
     } catch (JsonProcessingException e) {
       JsonLocation loc = e.getLocation();
       if (loc == null && p != null) loc = p.currentLocation();
@@ -287,12 +325,110 @@ public final class Json {
    * @throws IllegalArgumentException when it cannot be written
    */
   public static String writeString(Object value, boolean pretty, boolean escapeNonAscii) {
-    ObjectWriter w = pretty ? (escapeNonAscii ? PRETTY_ASCII : PRETTY)
-        : (escapeNonAscii ? ASCII : WRITER);
-    try {
-      return w.writeValueAsString(value);
-    } catch (JsonProcessingException e) {
-      throw unwritable(value, e);
+    return writer(pretty, escapeNonAscii).writeString(value);
+  }
+
+  /** The {@link Writer} with these options and no others (a shared instance). */
+  public static Writer writer(boolean pretty, boolean escapeNonAscii) {
+    return WRITERS[(pretty ? 2 : 0) + (escapeNonAscii ? 1 : 0)];
+  }
+
+  /**
+   * A {@link Writer} with these options.
+   *
+   * @param pretty the pretty printer (Jackson makes one per document of it when it can, as
+   *     {@code DefaultPrettyPrinter} allows), or null for compact output
+   * @param escapeNonAscii every character above 127 as a {@code \\uXXXX} escape
+   * @param dateFormat the format of {@code java.util.Date} values (Jackson uses a copy per
+   *     document), or null for ISO-8601 with milliseconds and offset
+   * @param keyFn names each keyword key of a map, or null: called with the keyword, its result
+   *     written as the name (a String as it is, anything else as a key would be: a keyword as
+   *     its name, else its {@code str}, nil as ""). Other keys are written as without it.
+   */
+  public static Writer writer(PrettyPrinter pretty, boolean escapeNonAscii,
+                              DateFormat dateFormat, IFn keyFn) {
+    ObjectWriter w = WRITER;
+    if (pretty != null) w = w.with(pretty);
+    if (escapeNonAscii) w = w.with(JsonWriteFeature.ESCAPE_NON_ASCII);
+    if (dateFormat != null) w = w.with(dateFormat);
+    return new Writer(w, keyFn);
+  }
+
+  /**
+   * A way of writing JSON text with its options fixed once, for callers that write many
+   * documents alike. Immutable; any thread.
+   */
+  public static final class Writer {
+    private final ObjectWriter writer;
+    private final IFn keyFn;
+
+    Writer(ObjectWriter writer, IFn keyFn) {
+      this.writer = writer;
+      this.keyFn = keyFn;
+    }
+
+    /**
+     * Writes {@code value} as JSON text.
+     *
+     * @throws IllegalArgumentException when it cannot be written; an exception of the key
+     *     function propagates unchanged
+     */
+    public String writeString(Object value) {
+      try {
+        return writer.writeValueAsString(root(value));
+      } catch (JsonProcessingException e) {
+        throw failure(value, e);
+      } catch (KeyFnFailure e) {
+        throw Util.sneakyThrow(e.getCause());
+      }
+    }
+
+    /**
+     * Writes {@code value} as UTF-8 JSON to {@code out} as it goes, without flushing or closing
+     * it: the caller does, once the document is whole. A value that cannot be written may
+     * leave part of its document written, but never flushed by this method, so a server that
+     * buffers what it is given can still answer with an error instead.
+     *
+     * @throws IllegalArgumentException when it cannot be written; an exception of the key
+     *     function propagates unchanged
+     * @throws IOException when {@code out} fails
+     */
+    public void writeTo(Object value, OutputStream out) throws IOException {
+      try {
+        writer.without(JsonGenerator.Feature.AUTO_CLOSE_TARGET)
+            .without(JsonGenerator.Feature.FLUSH_PASSED_TO_STREAM)
+            .writeValue(out, root(value));
+      } catch (JsonProcessingException e) {
+        throw failure(value, e);
+      } catch (KeyFnFailure e) {
+        throw Util.sneakyThrow(e.getCause());
+      }
+    }
+
+    /** The value Jackson is given: with a key function, the value wrapped with it. */
+    private Object root(Object value) {
+      return keyFn == null ? value : new ClojureModule.KeyFnRoot(value, keyFn);
+    }
+
+    /** The key function's exception when it caused {@code e}, else an unwritable value's. */
+    private static RuntimeException failure(Object value, JsonProcessingException e) {
+      for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
+        if (t instanceof KeyFnFailure) throw Util.sneakyThrow(t.getCause());
+      }
+      return unwritable(value, e);
+    }
+  }
+
+  /**
+   * Carries an exception a key function threw out of Jackson, which would otherwise take it
+   * for its own failure (it wraps what a serializer throws; it reports a parser's IOException
+   * as malformed input). Unwrapped before it leaves this class.
+   */
+  static final class KeyFnFailure extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    KeyFnFailure(Exception cause) {
+      super(null, cause, false, false);
     }
   }
 

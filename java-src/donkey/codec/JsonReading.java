@@ -1,12 +1,14 @@
 package donkey.codec;
 
 import clojure.lang.BigInt;
+import clojure.lang.IFn;
 import clojure.lang.ITransientMap;
 import clojure.lang.Keyword;
 import clojure.lang.LazilyPersistentVector;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
 import clojure.lang.PersistentVector;
+import clojure.lang.Util;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.JsonTokenId;
@@ -33,6 +35,13 @@ import java.util.HashMap;
  *       limit above, could otherwise make it quadratic.
  * </ul>
  *
+ * <p>With a key function, the keys are what it returns for each name (any value, nil
+ * included), and the limits hold for those keys: the first two as above, and a document may
+ * hold at most {@link KeyHashes#MAX_SHARED} distinct keywords of one hash among them. The
+ * function runs before its key can be checked, so a function that interns keywords has
+ * interned one more than that of one hash when the document is refused. An exception it
+ * throws leaves the reading as a {@link Json.KeyFnFailure} carrying it.
+ *
  * <p>Threading: one instance per document, on one thread.
  */
 final class JsonReading {
@@ -53,12 +62,24 @@ final class JsonReading {
   private final boolean keywordKeys;
   private final boolean bigDecimals;
   private final int maxKeys;
+  /** Makes each key from its name, or null for {@code keywordKeys}' keys. */
+  private final IFn keyFn;
   /**
    * With keyword keys: the keywords this document made because the cache did not hold them,
    * by their name's hash, each entry a name-keyword array of at most
    * {@link KeyHashes#MAX_SHARED} pairs; null until the first.
    */
   private HashMap<Integer, Object[]> made;
+  /**
+   * With a key function: the distinct keywords it returned in this document, by hash, each
+   * entry an array of at most {@link KeyHashes#MAX_SHARED}; null until the first.
+   */
+  private HashMap<Integer, Keyword[]> seen;
+  /**
+   * With a key function: the keywords last checked, one per slot of their hash, so that a
+   * name repeated across the objects of a document is looked up in {@link #seen} once.
+   */
+  private Keyword[] recent;
 
   /**
    * @param keywordKeys object keys as keywords (else strings)
@@ -66,10 +87,19 @@ final class JsonReading {
    * @param maxKeys the most members of one object, at least 1
    */
   JsonReading(boolean keywordKeys, boolean bigDecimals, int maxKeys) {
+    this(keywordKeys, bigDecimals, maxKeys, null);
+  }
+
+  /**
+   * @param keyFn makes each object key from its name; when not null, {@code keywordKeys} is
+   *     ignored
+   */
+  JsonReading(boolean keywordKeys, boolean bigDecimals, int maxKeys, IFn keyFn) {
     if (maxKeys < 1) throw new IllegalArgumentException("maxKeys must be at least 1");
-    this.keywordKeys = keywordKeys;
+    this.keywordKeys = keyFn == null && keywordKeys;
     this.bigDecimals = bigDecimals;
     this.maxKeys = maxKeys;
+    this.keyFn = keyFn;
   }
 
   /**
@@ -81,7 +111,9 @@ final class JsonReading {
   Object read(JsonParser p, JsonToken t) throws IOException {
     switch (t.id()) {
       case JsonTokenId.ID_START_OBJECT:
-        return readObject(p, p.nextFieldName());
+        // per object, not per key: reading without a key function pays one test per object
+        return keyFn == null ? readObject(p, p.nextFieldName())
+            : readKeyFnObject(p, p.nextFieldName());
       case JsonTokenId.ID_START_ARRAY:
         return readArray(p);
       case JsonTokenId.ID_STRING:
@@ -98,7 +130,8 @@ final class JsonReading {
         return null;
       case JsonTokenId.ID_FIELD_NAME:
         // databind may hand over an object whose START_OBJECT it has consumed
-        return readObject(p, p.currentName());
+        return keyFn == null ? readObject(p, p.currentName())
+            : readKeyFnObject(p, p.currentName());
       case JsonTokenId.ID_END_OBJECT:
         return PersistentArrayMap.EMPTY;
       case JsonTokenId.ID_EMBEDDED_OBJECT:
@@ -162,6 +195,99 @@ final class JsonReading {
     ITransientMap m = PersistentHashMap.EMPTY.asTransient();
     for (int j = 0; j < n; j += 2) m = m.assoc(kvs[j], kvs[j + 1]);
     return m.persistent();
+  }
+
+  /**
+   * {@link #readObject} with the keys {@link #keyFn} makes. A copy rather than a test per key
+   * in readObject, so that reading without a key function does not pay for it. The keys may be
+   * of any class and nil, so they are compared as a Clojure map compares them.
+   */
+  private Object readKeyFnObject(JsonParser p, String name) throws IOException {
+    if (name == null) return PersistentArrayMap.EMPTY;
+    Object[] kvs = new Object[8];
+    int n = 0;
+    int members = 0;
+    boolean big = false;
+    for (; name != null; name = p.nextFieldName()) {
+      if (++members > maxKeys) {
+        throw Json.error("JSON object with more than " + maxKeys + " keys",
+            p.currentTokenLocation(), null, 413);
+      }
+      Object k = userKey(p, name);
+      Object v = read(p, p.nextToken());
+      if (!big) {
+        int i = indexOfEquivKey(kvs, n, k);
+        if (i >= 0) {
+          kvs[i + 1] = v;
+          continue;
+        }
+        big = n == ARRAY_MAP_SLOTS;
+      }
+      if (n == kvs.length) kvs = Arrays.copyOf(kvs, big ? 2 * n : Math.min(2 * n, ARRAY_MAP_SLOTS));
+      kvs[n++] = k;
+      kvs[n++] = v;
+    }
+    if (!big) return new PersistentArrayMap(n == kvs.length ? kvs : Arrays.copyOf(kvs, n));
+    // the hash check takes no nil key; nil is one key whatever its count, so a stand-in will do
+    for (int j = 0; j < n; j += 2) {
+      if (kvs[j] == null) kvs[j] = NIL_KEY;
+    }
+    if (KeyHashes.tooManyShared(kvs, 0, 2, n / 2)) {
+      throw Json.error("too many keys with colliding hashes in one JSON object",
+          p.currentLocation(), null, 400);
+    }
+    ITransientMap m = PersistentHashMap.EMPTY.asTransient();
+    for (int j = 0; j < n; j += 2) m = m.assoc(kvs[j] == NIL_KEY ? null : kvs[j], kvs[j + 1]);
+    return m.persistent();
+  }
+
+  /** Stands in for a nil key during the hash check. */
+  private static final Object NIL_KEY = new Object();
+
+  private static int indexOfEquivKey(Object[] kvs, int n, Object k) {
+    for (int i = 0; i < n; i += 2) {
+      if (Util.equiv(k, kvs[i])) return i;
+    }
+    return -1;
+  }
+
+  /**
+   * The key {@link #keyFn} makes of {@code name}. A keyword among them counts towards the
+   * document's bound on keywords of one hash (see the class doc).
+   */
+  private Object userKey(JsonParser p, String name) {
+    Object k;
+    try {
+      k = keyFn.invoke(name);
+    } catch (Exception e) {
+      throw new Json.KeyFnFailure(e);
+    }
+    if (k instanceof Keyword) checkKeyword(p, (Keyword) k);
+    return k;
+  }
+
+  private void checkKeyword(JsonParser p, Keyword k) {
+    // Keyword.hashCode is its symbol's, by which the global keyword table files it
+    int h = k.hashCode();
+    if (recent == null) recent = new Keyword[64];
+    int slot = h & 63;
+    if (recent[slot] == k) return;
+    if (seen == null) seen = new HashMap<>();
+    Keyword[] same = seen.get(h);
+    if (same == null) {
+      seen.put(h, same = new Keyword[KeyHashes.MAX_SHARED]);
+    }
+    int i = 0;
+    // keywords are interned: a name this document has given is the same object again
+    for (; i < same.length && same[i] != null; i++) {
+      if (same[i] == k) break;
+    }
+    if (i == same.length) {
+      throw Json.error("too many keys with colliding hashes in the JSON document",
+          p.currentTokenLocation(), null, 400);
+    }
+    same[i] = k;
+    recent[slot] = k;
   }
 
   private static int indexOfKey(Object[] kvs, int n, Object k) {
