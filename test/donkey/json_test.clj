@@ -556,8 +556,9 @@
     (is (nil? ((wrap-json-response (const nil)) {})))
     (is (= {:body "{}" :headers {"X" "1" "CONTENT-TYPE" "a/b"}}
            ((wrap-json-response (const {:body {} :headers {"X" "1" "CONTENT-TYPE" "a/b"}})) {}))))
-  (testing ":key-fn is refused at wrap time"
-    (is (thrown? IllegalArgumentException (wrap-json-body identity {:key-fn keyword})))))
+  (testing ":key-fn is taken at wrap time"
+    (is (= {:x 1} ((wrap-json-body :body {:key-fn keyword}) {:headers {"content-type" "application/json"}
+                                                           :body "{\"x\":1}"})))))
 
 ;; ------------------------------------------------------------------------------------------
 ;; messages of our own, limits and hash flooding
@@ -733,3 +734,278 @@
                             (wrap-json-body identity {:max-keys bad}))
           (pr-str bad)))
     (is (fn? (wrap-json-params identity {:max-keys 1})))))
+
+;; ------------------------------------------------------------------------------------------
+;; ring-json's options: :key-fn in all three directions, every other one honoured or refused
+
+(defn- json-req
+  "A JSON request map whose body is `body` as a stream, as a server gives it."
+  [^String body]
+  {:request-method :post :uri "/" :headers {"content-type" "application/json"}
+   :body (ByteArrayInputStream. (utf8 body))})
+
+(defn- body-of [opts ^String json] (:body (mj/json-body-request (json-req json) opts)))
+
+(defn- thrown
+  "What `(f)` throws, or :no-exception."
+  [f]
+  (try (f) :no-exception (catch Throwable t t)))
+
+(deftest key-fn-reading
+  (testing "json-body-request: every object key, nested ones too, is what :key-fn returns"
+    (is (= {"A" {"B" 1} "C" [{"D" 2}]}
+           (body-of {:key-fn str/upper-case} "{\"a\":{\"b\":1},\"C\":[{\"d\":2}]}")))
+    (is (= ["v" 1] (body-of {:key-fn str/upper-case} "[\"v\",1]")) "values are left alone"))
+  (testing ":key-fn wins over :keywords?, as in ring-json"
+    (is (= {"A" 1} (body-of {:key-fn str/upper-case :keywords? true} "{\"a\":1}"))))
+  (testing "`keyword` as :key-fn gives :keywords? true's keys"
+    (is (= {:a {:ns/b 1}} (body-of {:key-fn keyword} "{\"a\":{\"ns/b\":1}}"))))
+  (testing "keys of any class, nil among them"
+    (is (= {1 "x" 2 "y"} (body-of {:key-fn parse-long} "{\"1\":\"x\",\"2\":\"y\"}")))
+    (is (= {nil 2} (body-of {:key-fn (constantly nil)} "{\"a\":1,\"b\":2}"))))
+  (testing "names it maps to one key are a repeated key: the last value wins, in maps of any size"
+    (is (= {"a" 2} (body-of {:key-fn str/lower-case} "{\"a\":1,\"A\":2}")))
+    (is (= {1 2} (body-of {:key-fn #(if (= "i" %) (int 1) 1)} "{\"i\":1,\"l\":2}"))
+        "keys equal as a Clojure map compares them (Integer 1 and Long 1) are one key")
+    (let [json (str "{" (str/join "," (map #(str "\"k" % "\":" %) (range 30))) ",\"K0\":\"last\"}")
+          m (body-of {:key-fn #(when-not (= "k3" %) (str/lower-case %))} json)]
+      (is (= 30 (count m)))
+      (is (= "last" (get m "k0")))
+      (is (= 3 (get m nil)))
+      (is (instance? PersistentHashMap m))))
+  (testing "json-params-request: the keys of :json-params and of what it merges into :params"
+    (let [r (mj/json-params-request (assoc (json-req "{\"a\":{\"b\":1}}") :params {"q" "1"})
+                                    {:key-fn #(keyword "p" %)})]
+      (is (= {:p/a {:p/b 1}} (:json-params r)))
+      (is (= {"q" "1" :p/a {:p/b 1}} (:params r))))))
+
+(deftest codec-key-functions
+  (testing "Json/readBody with a key fn: keywordKeys is ignored"
+    (is (= {"A" [{"B" 1}]} (Json/readBody "{\"a\":[{\"b\":1}]}" true false (int 10) ^clojure.lang.IFn str/upper-case)))
+    (is (= {"a" 1} (Json/readBody "{\"a\":1}" false false (int 10) nil)) "nil: as without one")
+    (is (nil? (Json/readBody "" false false (int 10) ^clojure.lang.IFn str/upper-case))))
+  (testing "Json/writer: the options together, and the shared writers"
+    (is (= "{\"A\":\"\\u00E9\"}"
+           (.writeString (Json/writer nil true nil ^clojure.lang.IFn #(str/upper-case (name %))) {:a "é"})))
+    (is (identical? (Json/writer true false) (Json/writer true false)))
+    (is (= (Json/writeString {:a [1]} true false) (.writeString (Json/writer true false) {:a [1]})))
+    (let [out (java.io.ByteArrayOutputStream.)]
+      (.writeTo (Json/writer false false) [1 {:a "é"}] out)
+      (is (= "[1,{\"a\":\"é\"}]" (.toString out "UTF-8"))))
+    (is (thrown? IllegalArgumentException (.writeString (Json/writer false false) [(Object.)]))
+        "an unwritable value, as before")))
+
+(deftest key-fn-keeps-the-limits
+  (testing ":max-keys counts the members, whatever keys :key-fn makes of them"
+    (let [e (thrown #(body-of {:max-keys 2 :key-fn (constantly :same)} "{\"a\":1,\"b\":2,\"c\":3}"))]
+      (is (= 413 (:status (ex-data e))))
+      (is (= "Payload Too Large: JSON object with more than 2 keys at line 1, column 14" (ex-message e)))))
+  (testing "keys it makes that share a hash are refused, though the names do not share one"
+    (let [names (mapv #(str "name" %) (range 20))
+          to-colliding (fn [n] (zipmap (take n names) (u/colliding-names n)))
+          json (obj names)
+          e (thrown #(body-of {:key-fn (let [m (to-colliding 9)] (fn [s] (get m s s)))} json))]
+      (is (= 400 (:status (ex-data e))))
+      (is (str/starts-with? (ex-message e) "Bad Request: malformed JSON: too many keys with colliding hashes in one JSON object"))
+      (is (= 20 (count (body-of {:key-fn (let [m (to-colliding 8)] (fn [s] (get m s s)))} json)))
+          "8 of one hash are fine")))
+  (testing "keywords it makes: at most 8 of one hash in a document of small objects"
+    (let [names (u/colliding-names 9 "qzxKeyFnNotInterned")
+          calls (atom 0)
+          key-fn (fn [s] (swap! calls inc) (keyword s))
+          doc (str "[" (str/join "," (map obj (partition-all 3 names))) "]")
+          e (thrown #(body-of {:key-fn key-fn} doc))]
+      (is (= 400 (:status (ex-data e))))
+      (is (str/starts-with? (ex-message e) "Bad Request: malformed JSON: too many keys with colliding hashes in the JSON document"))
+      (is (= 9 @calls) "refused at the ninth, before any further name reaches the key fn")
+      (is (= 160 (count (mapcat keys (body-of {:key-fn key-fn}
+                                              (str "[" (str/join "," (repeat 20 (obj (take 8 names)))) "]")))))
+          "a keyword repeated across objects is one keyword")))
+  (testing "a flood of colliding names is refused at once, as without :key-fn"
+    (doseq [[label key-fn] [["string keys" #(str "s" %)] ["keyword keys" #(keyword "flood" %)]]]
+      (let [[r ms] (u/millis (mj/json-body-request (json-req flood) {:key-fn key-fn :max-keys 100000}))]
+        (is (= 400 (:status (ex-data r))) label)
+        (is (< ms 2000) (str label ": " ms " ms"))))))
+
+(deftest key-fn-exceptions-propagate
+  (testing "direct calls: the key fn's own exception, unchanged, not a bad-input one"
+    (let [boom (ex-info "boom" {:mine true})
+          key-fn (fn [_] (throw boom))]
+      (is (identical? boom (thrown #(body-of {:key-fn key-fn} "{\"a\":1}"))))
+      (is (identical? boom (thrown #(mj/json-params-request (json-req "{\"a\":1}") {:key-fn key-fn}))))
+      (is (identical? boom (thrown #(mj/json-response {:body {:a 1}} {:key-fn key-fn}))))
+      (is (identical? boom (thrown #(mj/json-response {:body [{:a 1}]} {:key-fn key-fn}))) "nested")
+      (is (identical? boom (thrown #((wrap-json-body identity {:key-fn key-fn}) (json-req "{\"a\":1}"))))
+          "the middleware does not take it for bad input")))
+  (testing "a checked exception too, not taken for the parser's I/O or a malformed body"
+    (let [io (java.io.IOException. "mine")]
+      (is (identical? io (thrown #(body-of {:key-fn (fn [_] (throw io))} "{\"a\":1}"))))
+      (is (identical? io (thrown #(mj/json-response {:body {:a 1}} {:key-fn (fn [_] (throw io))}))))))
+  (testing "on a server: a 500, sync and async, the handler not called, the server still serving"
+    (let [calls (atom 0)
+          key-fn (fn [k] (if (= "bad" (name k)) (throw (ex-info "boom" {})) (name k)))]
+      (doseq [[opts h] [[{} (fn [req] (swap! calls inc) {:status 200 :body (:body req)})]
+                        [{:async? true} (fn [req respond _] (swap! calls inc) (respond {:status 200 :body (:body req)}))]]]
+        (with-server (wrap-json-body h {:key-fn key-fn}) opts
+          (is (= 500 (:status (post-json "/" "{\"bad\":1}"))) (pr-str opts))
+          (is (= {:status 200 :body "{\"ok\":1}"} (select-keys (post-json "/" "{\"ok\":1}") [:status :body]))))
+        (with-server (wrap-json-params h {:key-fn key-fn}) opts
+          (is (= 500 (:status (post-json "/" "{\"bad\":1}"))) (pr-str opts)))
+        (with-server (wrap-json-response (if (:async? opts)
+                                           (fn [req respond _] (respond {:body (list {(keyword (subs (:uri req) 1)) 1})}))
+                                           (fn [req] {:body (list {(keyword (subs (:uri req) 1)) 1})}))
+                                         {:key-fn key-fn}) opts
+          (is (= 500 (:status (GET "/bad"))) (pr-str opts))
+          (is (= "[{\"ok\":1}]" (:body (GET "/ok"))))))
+      (is (= 2 @calls) "only the good requests reached the handler"))))
+
+(deftest key-fn-on-a-server
+  (let [seen (atom nil)
+        h (fn [req] (reset! seen (select-keys req [:body :json-params :params])) {:status 204})]
+    (testing "wrap-json-body, sync and async"
+      (with-server (wrap-json-body h {:key-fn str/upper-case}) {}
+        (post-json "/" "{\"a\":{\"b\":[{\"c\":1}]}}")
+        (is (= {"A" {"B" [{"C" 1}]}} (:body @seen))))
+      (with-server (wrap-json-body (fn [req respond _] (respond (h req))) {:key-fn str/upper-case}) {:async? true}
+        (post-json "/" "{\"x\":1}")
+        (is (= {"X" 1} (:body @seen)))))
+    (testing "wrap-json-params"
+      (with-server (wrap-json-params h {:key-fn #(keyword "j" %)}) {}
+        (post-json "/" "{\"a\":1}")
+        (is (= {:j/a 1} (:json-params @seen)))
+        (is (= {:j/a 1} (:params @seen))))))
+  (testing "wrap-json-response, sync and async: keyword keys named by :key-fn"
+    (let [body {:user-id 1 "as-is" 2 :nested [{:first-name "Zoë"}] :tags #{:x}}
+          camel (fn [k] (str/replace (name k) #"-(\w)" #(str/upper-case (second %))))]
+      (with-server (wrap-json-response (const {:body body}) {:key-fn camel}) {}
+        (is (= {"userId" 1 "as-is" 2 "nested" [{"firstName" "Zoë"}] "tags" ["x"]} (read-str (:body (GET "/"))))))
+      (with-server (wrap-json-response (fn [_ respond _] (respond {:body (list body)})) {:key-fn camel}) {:async? true}
+        (is (= [{"userId" 1 "as-is" 2 "nested" [{"firstName" "Zoë"}] "tags" ["x"]}] (read-str (:body (GET "/")))))))))
+
+(deftest key-fn-writing
+  (let [write-kf (fn [body key-fn] (:body (mj/json-response {:body body} {:key-fn key-fn})))]
+    (testing "called with each keyword key, at any depth; other keys written as without it, as cheshire"
+      (is (= "{\"A\":{\"B\":1},\"c\":2,\"D\":[{\"E\":1}]}"
+             (write-kf (array-map :a {:b 1} "c" 2 :ns/d [{:e 1}]) #(str/upper-case (name %)))))
+      (is (= "{\"s\":1,\"1\":2,\"\":3}" (write-kf (array-map 's 1 1 2 nil 3) (constantly "K")))))
+    (testing "sets, seqs, lists, records, Java maps and collections"
+      (is (= "[{\"K\":1}]" (write-kf #{{:a 1}} (constantly "K"))))
+      (is (= "[{\"K\":1},[{\"K\":2}]]" (write-kf (list {:a 1} (map identity [{:b 2}])) (constantly "K"))))
+      (is (= "{\"x!\":1,\"y!\":2}" (write-kf (->Point 1 2) #(str (name %) "!"))))
+      (is (= "[{\"k!\":[{\"j!\":1}]}]" (write-kf [(doto (HashMap.) (.put :k (ArrayList. [{:j 1}])))] #(str (name %) "!")))))
+    (testing "a result that is not a String is written as a key is"
+      (is (= "{\"x/a\":1}" (write-kf {:a 1} #(keyword "x" (name %)))))
+      (is (= "{\"7\":1}" (write-kf {:a 1} (constantly 7)))))
+    (testing "with the other options"
+      (is (= "{\n  \"A\" : \"\\u00E9\"\n}"
+             (:body (mj/json-response {:body {:a "é"}} {:key-fn #(str/upper-case (name %)) :pretty true
+                                                        :escape-non-ascii true})))))
+    (testing "without :key-fn, keys are written as before"
+      (is (= "{\"a\":{\"ns/b\":1}}" (:body (mj/json-response {:body {:a {:ns/b 1}}})))))))
+
+(defn- stream-body
+  "What a JsonStreamBody (or any StreamableResponseBody) writes, as a String."
+  [response]
+  (require 'ring.core.protocols)
+  (let [out (java.io.ByteArrayOutputStream.)]
+    ((resolve 'ring.core.protocols/write-body-to-stream) (:body response) response out)
+    (.toString out "UTF-8")))
+
+(deftest writing-options
+  (testing ":pretty and :pretty?: Jackson's default pretty printer, as cheshire's"
+    (doseq [k [:pretty :pretty?]]
+      (is (= "{\n  \"a\" : [ 1, 2 ],\n  \"b\" : {\n    \"c\" : 1\n  }\n}"
+             (:body (mj/json-response {:body (array-map :a [1 2] :b {:c 1})} {k true}))))))
+  (testing ":pretty as a PrettyPrinter, as cheshire takes one"
+    (let [pp (doto (com.fasterxml.jackson.core.util.DefaultPrettyPrinter.)
+               (.indentObjectsWith (com.fasterxml.jackson.core.util.DefaultIndenter. "\t" "\n")))]
+      (is (= "{\n\t\"a\" : {\n\t\t\"b\" : 1\n\t}\n}" (:body (mj/json-response {:body {:a {:b 1}}} {:pretty pp}))))))
+  (testing ":escape-non-ascii and :escape-non-ascii?"
+    (doseq [k [:escape-non-ascii :escape-non-ascii?]]
+      (is (= "[\"\\u00E9\"]" (:body (mj/json-response {:body ["é"]} {k true}))))))
+  (testing ":date-format: java.util.Date in that pattern, in UTC, as cheshire"
+    (is (= "{\"d\":\"1970-01-01T00:00:00Z\"}"
+           (:body (mj/json-response {:body {:d (java.util.Date. 0)}} {:date-format "yyyy-MM-dd'T'HH:mm:ss'Z'"}))))
+    (is (= "[\"1970/01/02\"]" (:body (mj/json-response {:body [(java.util.Date. 86400000)]} {:date-format "yyyy/MM/dd"}))))
+    (is (= "[\"1970-01-01T00:00:00.000+00:00\"]" (:body (mj/json-response {:body [(java.util.Date. 0)]})))
+        "without it, as the kernel writes a Date"))
+  (testing ":stream?: a body that writes itself through ring-core's StreamableResponseBody"
+    (let [r (mj/json-response {:body (list {:a "é"})} {:stream? true :key-fn #(str (name %) "!") :pretty true})]
+      (require 'ring.core.protocols)
+      (is (satisfies? @(resolve 'ring.core.protocols/StreamableResponseBody) (:body r)))
+      (is (not (string? (:body r))))
+      (is (= "application/json; charset=utf-8" (get-in r [:headers "Content-Type"])))
+      (is (= "[ {\n  \"a!\" : \"é\"\n} ]" (stream-body r))))
+    (is (= {:body "x"} (mj/json-response {:body "x"} {:stream? true})) "other bodies pass through"))
+  (testing ":stream? on a server, sync and async, small and several chunks long"
+    (let [big (vec (for [i (range 5000)] {:i i :s (str "item-" i)}))]
+      (with-server (wrap-json-response (fn [req] {:status 200 :body (if (= "/big" (:uri req)) big (list 1 2))})
+                                       {:stream? true}) {}
+        (let [r (GET "/")]
+          (is (= "[1,2]" (:body r)))
+          (is (= "application/json; charset=utf-8" (header r "content-type"))))
+        (is (= big (read-kw (:body (GET "/big"))))))
+      (with-server (wrap-json-response (fn [_ respond _] (respond {:body #{:x}})) {:stream? true}) {:async? true}
+        (is (= "[\"x\"]" (:body (GET "/")))))))
+  (testing ":stream?, failing while it is written: a 500 while nothing has been sent, else cut short"
+    (let [key-fn (fn [k] (if (= :bad k) (throw (ex-info "boom" {})) (name k)))
+          big (conj (vec (for [i (range 5000)] {:i i})) {:bad 1})
+          h (fn [req] {:body (if (= "/big" (:uri req)) big [{:bad 1}])})]
+      (doseq [[opts h] [[{} h] [{:async? true} (fn [req respond _] (respond (h req)))]]]
+        (with-server (wrap-json-response h {:stream? true :key-fn key-fn}) opts
+          (is (str/starts-with? (raw "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                                "HTTP/1.1 500 ")
+              (str "nothing of the document was flushed " opts))
+          (let [resp (raw "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")]
+            (is (str/starts-with? resp "HTTP/1.1 200 ") (str "a long document was under way " opts))
+            (is (not (str/ends-with? resp "\r\n0\r\n\r\n")) "not ended as if complete")))))))
+
+(deftest every-ring-json-option-is-honoured-or-refused
+  (let [decode (fn [wrap opts json]
+                 (let [seen (atom nil)
+                       r ((wrap (fn [req] (reset! seen req) {:status 200}) opts) (json-req json))]
+                   (if (= wrap wrap-json-params) (or (:json-params @seen) r) (or (:body @seen) r))))]
+    (doseq [wrap [wrap-json-body wrap-json-params]]
+      (testing (str wrap)
+        (is (= {:a 1} (decode wrap {:keywords? true} "{\"a\":1}")) ":keywords?")
+        (is (= {"a" 1.5M} (decode wrap {:bigdecimals? true} "{\"a\":1.5}")) ":bigdecimals?")
+        (is (= {"A" 1} (decode wrap {:key-fn str/upper-case} "{\"a\":1}")) ":key-fn")
+        (is (= {:status 422} (decode wrap {:malformed-response {:status 422}} "{")) ":malformed-response"))))
+  (testing "the writing options change the output (each one checked above)"
+    (doseq [opts [{:pretty true} {:escape-non-ascii true} {:key-fn (constantly "K")}
+                  {:date-format "yyyy"}]]
+      (is (not= (:body (mj/json-response {:body {:a ["é" (java.util.Date. 0)]}}))
+                (:body (mj/json-response {:body {:a ["é" (java.util.Date. 0)]}} opts)))
+          (pr-str opts))))
+  (testing "refused when built, naming the function and the option"
+    (doseq [[f opts option] [[#(mj/json-response {:body {}} %) {:ex (Exception. "x")} ":ex"]
+                             [#(wrap-json-response identity %) {:ex (Exception. "x")} ":ex"]
+                             [#(wrap-json-response identity %) {:pretty {:indentation 4}} ":pretty"]
+                             [#(wrap-json-response identity %) {:pretty "yes"} ":pretty"]
+                             [#(wrap-json-response identity %)
+                              {:pretty (proxy [com.fasterxml.jackson.core.util.DefaultPrettyPrinter] [])}
+                              ":pretty"]
+                             [#(wrap-json-response identity %) {:date-format "qqq"} ":date-format"]
+                             [#(wrap-json-response identity %) {:date-format 5} ":date-format"]
+                             [#(wrap-json-response identity %) {:key-fn "x"} ":key-fn"]
+                             [#(wrap-json-body identity %) {:key-fn true} ":key-fn"]
+                             [#(wrap-json-params identity %) {:key-fn 5} ":key-fn"]
+                             [#(mj/json-body-request (json-req "{}") %) {:key-fn true} ":key-fn"]
+                             [#(mj/json-params-request (json-req "{}") %) {:key-fn "x"} ":key-fn"]]]
+      (let [e (thrown #(f opts))
+            fname (re-find #"donkey\.middleware\.json/[\w-]+" (str (ex-message e)))]
+        (is (instance? IllegalArgumentException e) (pr-str opts))
+        (is (some? fname) (ex-message e))
+        (is (str/includes? (str (ex-message e)) option) (ex-message e))))
+    (is (str/includes? (ex-message (thrown #(wrap-json-body identity {:key-fn true}))) "use :keywords? true")
+        "true for keyword keys, as cheshire takes it, gets the option that does that")))
+
+(deftest request-charset-is-not-used
+  (testing "a Latin-1 body labelled as such is still read as UTF-8 (RFC 8259), so it is malformed"
+    (let [h (wrap-json-body (fn [req] {:status 200 :body {:got (:body req)}}))
+          r (h {:headers {"content-type" "application/json; charset=ISO-8859-1"}
+                :body (ByteArrayInputStream. (.getBytes "{\"a\":\"é\"}" StandardCharsets/ISO_8859_1))})]
+      (is (= 400 (:status r)))
+      (is (str/starts-with? (:body r) "Bad Request: malformed JSON: ")))
+    (is (= {"a" "é"} ((wrap-json-body :body) {:headers {"content-type" "application/json; charset=ISO-8859-1"}
+                                               :body (ByteArrayInputStream. (utf8 "{\"a\":\"é\"}"))})))))

@@ -124,7 +124,8 @@
         "ring-json's option names")
     (is (= {:body "text"} (json/json-response {:body "text"})))
     (is (thrown? IllegalArgumentException (json/json-response {:body [(Object.)]})))
-    (is (thrown? IllegalArgumentException (json/json-response {:body []} {:key-fn keyword})))))
+    (is (= "{\"A\":1}" (:body (json/json-response {:body {:a 1}} {:key-fn #(.toUpperCase (name %))}))))
+    (is (thrown? IllegalArgumentException (json/json-response {:body []} {:ex (Exception.)})))))
 
 (deftest multipart-request-function
   (let [dir (temp-dir)
