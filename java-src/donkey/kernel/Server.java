@@ -141,13 +141,13 @@ public final class Server extends AFn implements Closeable {
           : config.idleTimeoutMs <= 0 ? config.headerTimeoutMs
           : Math.min(config.headerTimeoutMs, config.idleTimeoutMs);
       if (config.ssl && !VertxInternals.countAtAccept(listeners, tlsBound, server.connections,
-          handOverMs)) {
+          handOverMs, START_TIMEOUT_S * 1000)) {
         System.getLogger("donkey").log(System.Logger.Level.WARNING, "donkey: TLS connections "
             + "count toward :max-connections only once their handshake is done: the TLS "
             + "listener's channel was not found");
       }
       if (h2c && !VertxInternals.countAtAccept(listeners, bound, server.connections,
-          handOverMs)) {
+          handOverMs, START_TIMEOUT_S * 1000)) {
         System.getLogger("donkey").log(System.Logger.Level.WARNING, "donkey: h2c connections "
             + "count toward :max-connections only once their first bytes are read: the "
             + "listener's channel was not found");

@@ -500,17 +500,30 @@ final class VertxInternals {
    * Any thread, once the listener on {@code port} is bound: counts each connection it accepts
    * toward {@code count} from then on, before Vert.x sees it (and so before any TLS
    * handshake), and closes it at once when {@code count} is at its limit; the count is
-   * released when the connection's channel closes. False when {@code listeners} has no open
+   * released when the connection's channel closes. Returns once the count is in place: the
+   * connections accepted after that are all counted. False when {@code listeners} has no open
    * listener on that port (nothing is counted then).
+   *
+   * @throws IllegalStateException when the listener's event loop does not install the count
+   *     within {@code timeoutMs}
    */
   static boolean countAtAccept(Listeners listeners, int port, ConnectionCount count,
-                               long handOverMs) {
+                               long handOverMs, long timeoutMs) {
     for (ServerChannel ch : listeners.channels) {
       if (ch.isActive() && ch.localAddress() instanceof InetSocketAddress
           && ((InetSocketAddress) ch.localAddress()).getPort() == port) {
-        if (ch.pipeline().get(AcceptCount.class) == null) {
-          // first, ahead of the bootstrap's acceptor that hands the connection to Vert.x
-          ch.pipeline().addFirst("donkey-accept-count", new AcceptCount(count, handOverMs));
+        // Added from another thread, a handler only takes part once the channel's event loop
+        // has run its handlerAdded, and connections accepted before that would pass
+        // uncounted: so it is added on that loop, and start-up waits for it.
+        io.netty.util.concurrent.Future<?> added = ch.eventLoop().submit(() -> {
+          if (ch.pipeline().get(AcceptCount.class) == null) {
+            // first, ahead of the bootstrap's acceptor that hands the connection to Vert.x
+            ch.pipeline().addFirst("donkey-accept-count", new AcceptCount(count, handOverMs));
+          }
+        });
+        if (!added.awaitUninterruptibly(timeoutMs) || !added.isSuccess()) {
+          throw new IllegalStateException("the connection count could not be installed on the "
+              + "listener of port " + port, added.cause());
         }
         return true;
       }
