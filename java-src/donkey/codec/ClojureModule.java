@@ -66,7 +66,7 @@ import java.util.UUID;
  * {@code "NaN"}, {@code "Infinity"}, {@code "-Infinity"}, as Jackson does. Java maps and
  * collections nested in Clojure data are written the same way; any other value goes to
  * Jackson's own serializers (which may fail: an object with no properties is an error, not
- * {@code {}}). A {@link Json.Writer} with a key function names keyword keys by it (see
+ * {@code {}}). A {@link JsonWriter} with a key function names keyword keys by it (see
  * {@link #write(Object, JsonGenerator, SerializerProvider, IFn)}).
  *
  * <p><b>Reading</b> (the deserializer for {@code Object}, {@link IPersistentMap} and
@@ -269,7 +269,7 @@ public final class ClojureModule extends Module {
 
   /**
    * A value to write with {@link #keyFn} naming its maps' keyword keys: what
-   * {@link Json.Writer} gives Jackson, so that the key function reaches the code below through
+   * {@link JsonWriter} gives Jackson, so that the key function reaches the code below through
    * the serializer Jackson picks for this class, and writing without one never looks for it.
    */
   static final class KeyFnRoot {

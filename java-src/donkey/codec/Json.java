@@ -48,13 +48,13 @@ import java.util.regex.Pattern;
  * keys, else 400. An I/O failure of the stream itself is an {@link UncheckedIOException}.
  *
  * <p><b>Key functions</b>: {@code readBody} may be given a function that makes each object key
- * from its name, and a {@link Writer} one that names each keyword key. An exception the
+ * from its name, and a {@link JsonWriter} one that names each keyword key. An exception the
  * function throws propagates unchanged (a checked one too), not as a JSON error.
  *
  * <p><b>Writing</b> ({@code writeBytes}, {@code writeString}, {@code writeBuffer}, and a
- * {@link Writer} for other options): UTF-8 JSON, compact unless asked otherwise. A value that
- * cannot be written (an object Jackson has no serializer for, a lazy seq that throws while it
- * is realised, nesting deeper than 1000) raises {@link IllegalArgumentException} with the
+ * {@link JsonWriter} for other options): UTF-8 JSON, compact unless asked otherwise. A value
+ * that cannot be written (an object Jackson has no serializer for, a lazy seq that throws
+ * while it is realised, nesting deeper than 1000) raises {@link IllegalArgumentException} with the
  * cause attached; nothing partial is returned.
  *
  * <p><b>Threading</b>: every method may be called from any thread at once. The Jackson
@@ -73,9 +73,9 @@ public final class Json {
   private static final ObjectWriter PRETTY = WRITER.withDefaultPrettyPrinter();
   private static final ObjectWriter ASCII = WRITER.with(JsonWriteFeature.ESCAPE_NON_ASCII);
   private static final ObjectWriter PRETTY_ASCII = PRETTY.with(JsonWriteFeature.ESCAPE_NON_ASCII);
-  private static final Writer[] WRITERS = {
-    new Writer(WRITER, null), new Writer(ASCII, null), new Writer(PRETTY, null),
-    new Writer(PRETTY_ASCII, null)
+  private static final JsonWriter[] WRITERS = {
+    new JsonWriter(WRITER, null), new JsonWriter(ASCII, null), new JsonWriter(PRETTY, null),
+    new JsonWriter(PRETTY_ASCII, null)
   };
 
   /** The most keys one decoded object may have unless the caller says otherwise. */
@@ -328,13 +328,13 @@ public final class Json {
     return writer(pretty, escapeNonAscii).writeString(value);
   }
 
-  /** The {@link Writer} with these options and no others (a shared instance). */
-  public static Writer writer(boolean pretty, boolean escapeNonAscii) {
+  /** The {@link JsonWriter} with these options and no others (a shared instance). */
+  public static JsonWriter writer(boolean pretty, boolean escapeNonAscii) {
     return WRITERS[(pretty ? 2 : 0) + (escapeNonAscii ? 1 : 0)];
   }
 
   /**
-   * A {@link Writer} with these options.
+   * A {@link JsonWriter} with these options.
    *
    * @param pretty the pretty printer (Jackson makes one per document of it when it can, as
    *     {@code DefaultPrettyPrinter} allows), or null for compact output
@@ -345,78 +345,13 @@ public final class Json {
    *     written as the name (a String as it is, anything else as a key would be: a keyword as
    *     its name, else its {@code str}, nil as ""). Other keys are written as without it.
    */
-  public static Writer writer(PrettyPrinter pretty, boolean escapeNonAscii,
+  public static JsonWriter writer(PrettyPrinter pretty, boolean escapeNonAscii,
                               DateFormat dateFormat, IFn keyFn) {
     ObjectWriter w = WRITER;
     if (pretty != null) w = w.with(pretty);
     if (escapeNonAscii) w = w.with(JsonWriteFeature.ESCAPE_NON_ASCII);
     if (dateFormat != null) w = w.with(dateFormat);
-    return new Writer(w, keyFn);
-  }
-
-  /**
-   * A way of writing JSON text with its options fixed once, for callers that write many
-   * documents alike. Immutable; any thread.
-   */
-  public static final class Writer {
-    private final ObjectWriter writer;
-    private final IFn keyFn;
-
-    Writer(ObjectWriter writer, IFn keyFn) {
-      this.writer = writer;
-      this.keyFn = keyFn;
-    }
-
-    /**
-     * Writes {@code value} as JSON text.
-     *
-     * @throws IllegalArgumentException when it cannot be written; an exception of the key
-     *     function propagates unchanged
-     */
-    public String writeString(Object value) {
-      try {
-        return writer.writeValueAsString(root(value));
-      } catch (JsonProcessingException e) {
-        throw failure(value, e);
-      } catch (KeyFnFailure e) {
-        throw Util.sneakyThrow(e.getCause());
-      }
-    }
-
-    /**
-     * Writes {@code value} as UTF-8 JSON to {@code out} as it goes, without flushing or closing
-     * it: the caller does, once the document is whole. A value that cannot be written may
-     * leave part of its document written, but never flushed by this method, so a server that
-     * buffers what it is given can still answer with an error instead.
-     *
-     * @throws IllegalArgumentException when it cannot be written; an exception of the key
-     *     function propagates unchanged
-     * @throws IOException when {@code out} fails
-     */
-    public void writeTo(Object value, OutputStream out) throws IOException {
-      try {
-        writer.without(JsonGenerator.Feature.AUTO_CLOSE_TARGET)
-            .without(JsonGenerator.Feature.FLUSH_PASSED_TO_STREAM)
-            .writeValue(out, root(value));
-      } catch (JsonProcessingException e) {
-        throw failure(value, e);
-      } catch (KeyFnFailure e) {
-        throw Util.sneakyThrow(e.getCause());
-      }
-    }
-
-    /** The value Jackson is given: with a key function, the value wrapped with it. */
-    private Object root(Object value) {
-      return keyFn == null ? value : new ClojureModule.KeyFnRoot(value, keyFn);
-    }
-
-    /** The key function's exception when it caused {@code e}, else an unwritable value's. */
-    private static RuntimeException failure(Object value, JsonProcessingException e) {
-      for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
-        if (t instanceof KeyFnFailure) throw Util.sneakyThrow(t.getCause());
-      }
-      return unwritable(value, e);
-    }
+    return new JsonWriter(w, keyFn);
   }
 
   /**
@@ -451,7 +386,7 @@ public final class Json {
     return out.result();
   }
 
-  private static IllegalArgumentException unwritable(Object value, JsonProcessingException e) {
+  static IllegalArgumentException unwritable(Object value, JsonProcessingException e) {
     return new IllegalArgumentException("cannot write "
         + (value == null ? "nil" : "a " + value.getClass().getName())
         + " as JSON: " + writeMessage(e), e);

@@ -4,8 +4,6 @@ import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
-import clojure.lang.PersistentHashMap;
-import clojure.lang.PersistentVector;
 import java.io.BufferedOutputStream;
 import java.io.File;
 import java.io.IOException;
@@ -17,11 +15,7 @@ import java.nio.charset.UnsupportedCharsetException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Objects;
 
 /**
  * A streaming {@code multipart/form-data} parser (RFC 7578 over RFC 2046) producing Ring's
@@ -107,8 +101,8 @@ public final class Multipart {
     void update(long bytesRead, long contentLength, long items);
   }
 
-  private static final String CHARSET_FIELD = "_charset_";
-  private static final int FILE_BUFFER = 16 * 1024;
+  /** The buffer between a file part and its temp file, and for skipping a store's leftovers. */
+  static final int FILE_BUFFER = 16 * 1024;
 
   private final Charset forcedCharset;
   private final Charset fallbackCharset;
@@ -245,7 +239,7 @@ public final class Multipart {
     Charset headerCharset = forcedCharset != null ? forcedCharset : fallback;
     MultipartReader r = new MultipartReader(body, delim, BUFFER_SIZE, maxRequestSize,
                                             MAX_PART_HEADER_BYTES, contentLength, progress);
-    ArrayList<Item> items = new ArrayList<>();
+    ArrayList<MultipartParams.Item> items = new ArrayList<>();
     ArrayList<File> files = new ArrayList<>();
     int fileParts = 0;
     boolean ok = false;
@@ -262,14 +256,16 @@ public final class Multipart {
             throw MultipartException.tooLarge("multipart body has more than " + maxFiles + " files");
           }
           Object value = store == null ? file(r, p, files) : stored(r, p);
-          items.add(new Item(p.name, value, null, false));
+          items.add(new MultipartParams.Item(p.name, value, null, false));
         } else {
-          FieldSink sink = new FieldSink(maxFieldSize, p.name);
+          MultipartSinks.FieldSink sink = new MultipartSinks.FieldSink(maxFieldSize, p.name);
           r.scan(sink, "no closing boundary");
-          items.add(new Item(p.name, sink.bytes(), p.charset, true));
+          items.add(new MultipartParams.Item(p.name, sink.bytes(), p.charset, true));
         }
       }
-      MultipartResult result = new MultipartResult(params(items, fallback), files.toArray(new File[0]));
+      MultipartResult result = new MultipartResult(
+          MultipartParams.build(items, fallback, forcedCharset, keywords),
+          files.toArray(new File[0]));
       ok = true;
       return result;
     } finally {
@@ -284,9 +280,9 @@ public final class Multipart {
                                 : Files.createTempFile(tempDir, TEMP_FILE_PREFIX, ".tmp");
     File f = path.toFile();
     files.add(f);
-    FileSink sink;
+    MultipartSinks.FileSink sink;
     try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(path), FILE_BUFFER)) {
-      sink = new FileSink(out, maxFileSize, p.name);
+      sink = new MultipartSinks.FileSink(out, maxFileSize, p.name);
       r.scan(sink, "no closing boundary");
     }
     return new PersistentArrayMap(new Object[] {
@@ -304,7 +300,7 @@ public final class Multipart {
    * it.
    */
   private Object stored(MultipartReader r, MultipartHeaders.Part p) throws IOException {
-    PartStream in = new PartStream(r, maxFileSize, p.name);
+    MultipartSinks.PartStream in = new MultipartSinks.PartStream(r, maxFileSize, p.name);
     Object value;
     try {
       value = store.invoke(new PersistentArrayMap(new Object[] {
@@ -327,84 +323,8 @@ public final class Multipart {
 
   /** Throws {@code t}, checked or not, as it is; the return type lets callers write throw. */
   @SuppressWarnings("unchecked")
-  private static <T extends Throwable> RuntimeException rethrow(Throwable t) throws T {
+  static <T extends Throwable> RuntimeException rethrow(Throwable t) throws T {
     throw (T) t;
-  }
-
-  /** Decodes the fields and folds the items into Ring's map, repeated names into vectors. */
-  private IPersistentMap params(List<Item> items, Charset fallback) {
-    Charset formCharset = fallback;
-    if (forcedCharset != null) {
-      formCharset = forcedCharset;
-    } else {
-      for (Item it : items) {
-        if (it.field && CHARSET_FIELD.equals(it.name)) {
-          formCharset = MultipartHeaders.charset(new String((byte[]) it.value, StandardCharsets.ISO_8859_1));
-          break;
-        }
-      }
-    }
-    // by name first: a String-keyed LinkedHashMap stays O(log n) per lookup even for names of
-    // one hash (its bins become trees of Comparable keys)
-    LinkedHashMap<String, Object> acc = new LinkedHashMap<>();
-    for (Item it : items) {
-      Object value = it.value;
-      if (it.field) {
-        Charset cs = forcedCharset != null ? forcedCharset
-            : it.charset != null ? it.charset : formCharset;
-        value = new String((byte[]) value, cs);
-      }
-      Object old = acc.get(it.name);
-      // a store may return nil, which is a value like any other
-      if (old == null && !acc.containsKey(it.name)) {
-        acc.put(it.name, value);
-      } else if (old instanceof Repeated) {
-        ((Repeated) old).add(value);
-      } else {
-        Repeated values = new Repeated();
-        values.add(old);
-        values.add(value);
-        acc.put(it.name, values);
-      }
-    }
-    int n = acc.size();
-    Object[] kv = new Object[n * 2];
-    int i = 0;
-    for (Map.Entry<String, Object> e : acc.entrySet()) {
-      Object v = e.getValue();
-      kv[i++] = e.getKey();
-      kv[i++] = v instanceof Repeated ? PersistentVector.create((Repeated) v) : v;
-    }
-    if (n <= 8) {
-      if (keywords) keywordize(kv);
-      return new PersistentArrayMap(kv);
-    }
-    // names of one hash are refused before any becomes a keyword (interning them would load
-    // the global keyword table), and keywords once more, since a keyword's hash is not its
-    // name's: so the hash map never holds more than a few keys of one hash (KeyHashes)
-    boolean refused = KeyHashes.tooManyShared(kv, 0, 2, n);
-    if (!refused && keywords && keywordize(kv)) refused = KeyHashes.tooManyShared(kv, 0, 2, n);
-    if (refused) {
-      throw new MultipartException(MultipartException.BAD_REQUEST,
-                                   "too many part names with colliding hashes");
-    }
-    return PersistentHashMap.create(kv);
-  }
-
-  /**
-   * Turns the names (every other element of {@code kv}) that have keyword syntax into
-   * keywords, as {@code wrap-keyword-params} decides; true when any did.
-   */
-  private static boolean keywordize(Object[] kv) {
-    boolean any = false;
-    for (int j = 0; j < kv.length; j += 2) {
-      Object key = FormCodec.keywordKey((String) kv[j]);
-      if (key instanceof Keyword) {
-        kv[j] = key;
-        any = true;
-      }
-    }
-    return any;
   }
 
   /** {@code CRLF "--" boundary}, after checking the boundary; a 400 for a bad one. */
@@ -439,163 +359,4 @@ public final class Multipart {
     }
   }
 
-  /** One part, in arrival order: a field's bytes or a file part's map. */
-  private static final class Item {
-    final String name;
-    final Object value;
-    final Charset charset;
-    final boolean field;
-
-    Item(String name, Object value, Charset charset, boolean field) {
-      this.name = name;
-      this.value = value;
-      this.charset = charset;
-      this.field = field;
-    }
-  }
-
-  /** The values of a repeated name while the map is being built. */
-  private static final class Repeated extends ArrayList<Object> {
-    private static final long serialVersionUID = 1L;
-  }
-
-  /** A field's bytes, in memory, up to a limit. */
-  private static final class FieldSink implements MultipartReader.Sink {
-    private final long max;
-    private final String name;
-    private byte[] buf = new byte[64];
-    private int len;
-
-    FieldSink(long max, String name) {
-      this.max = Math.min(max, Integer.MAX_VALUE - 8);
-      this.name = name;
-    }
-
-    @Override
-    public void write(byte[] b, int off, int n) {
-      if (len + (long) n > max) {
-        throw MultipartException.tooLarge("field '" + MultipartHeaders.clip(name)
-                                          + "' is larger than " + max + " bytes");
-      }
-      if (len + n > buf.length) {
-        buf = Arrays.copyOf(buf, (int) Math.min(max, Math.max(buf.length * 2L, len + (long) n)));
-      }
-      System.arraycopy(b, off, buf, len, n);
-      len += n;
-    }
-
-    byte[] bytes() {
-      return len == buf.length ? buf : Arrays.copyOf(buf, len);
-    }
-  }
-
-  /**
-   * A file part's content as an InputStream for a store, read from the body as the store reads
-   * it, up to a limit. Fail-stop: the first failure (a limit, a malformed or broken body) is
-   * kept in {@code failure} and every later read throws it again, so the parse can tell what
-   * ended the part whatever the store made of it. Closing skips the rest of the part; once the
-   * store has returned the stream is closed and reads throw.
-   */
-  private static final class PartStream extends InputStream {
-    private final MultipartReader r;
-    private final long max;
-    private final String name;
-    private long size;
-    private boolean ended;
-    boolean closed;
-    Throwable failure;
-    private byte[] one;
-
-    PartStream(MultipartReader r, long max, String name) {
-      this.r = r;
-      this.max = max;
-      this.name = name;
-    }
-
-    @Override
-    public int read() throws IOException {
-      if (one == null) one = new byte[1];
-      int n = read(one, 0, 1);
-      return n < 0 ? -1 : one[0] & 0xff;
-    }
-
-    @Override
-    public int read(byte[] b, int off, int len) throws IOException {
-      Objects.checkFromIndexSize(off, len, b.length);
-      if (closed) {
-        throw new IOException("multipart part stream closed: a :store reads it before it returns");
-      }
-      if (failure != null) throw forReader(failure);
-      if (ended) return -1;
-      if (len == 0) return 0;
-      int n;
-      try {
-        // one byte past the limit is enough to tell that the part is over it
-        n = r.readContent(b, off, (int) Math.min(len, max - size + 1));
-      } catch (IOException | RuntimeException | Error e) {
-        failure = e;
-        throw forReader(e);
-      }
-      if (n < 0) {
-        ended = true;
-        return -1;
-      }
-      if (size + n > max) {
-        failure = MultipartException.tooLarge("file '" + MultipartHeaders.clip(name)
-                                              + "' is larger than " + max + " bytes");
-        throw forReader(failure);
-      }
-      size += n;
-      return n;
-    }
-
-    /**
-     * What a read throws for {@code t}: InputStream's IOException for a refused body (the
-     * MultipartException its cause), anything else as it is.
-     */
-    private static IOException forReader(Throwable t) {
-      if (t instanceof MultipartException) return new IOException(t.getMessage(), t);
-      throw rethrow(t);
-    }
-
-    /** Skips what is left of the part, counting it against the limit; then reads throw. */
-    @Override
-    public void close() throws IOException {
-      if (closed) return;
-      try {
-        if (failure == null && !ended) {
-          byte[] skip = new byte[FILE_BUFFER];
-          while (read(skip, 0, skip.length) >= 0) {
-            // the bytes are dropped: the part's end is what is wanted
-          }
-        }
-      } finally {
-        closed = true;
-      }
-    }
-  }
-
-  /** A file part's bytes, to its temp file, up to a limit. */
-  private static final class FileSink implements MultipartReader.Sink {
-    private final OutputStream out;
-    private final long max;
-    private final String name;
-    long size;
-
-    FileSink(OutputStream out, long max, String name) {
-      this.out = out;
-      this.max = max;
-      this.name = name;
-    }
-
-    @Override
-    public void write(byte[] b, int off, int n) throws IOException {
-      if (size + n > max) {
-        throw MultipartException.tooLarge("file '" + MultipartHeaders.clip(name)
-                                          + "' is larger than " + max + " bytes");
-      }
-      out.write(b, off, n);
-      size += n;
-    }
-  }
 }

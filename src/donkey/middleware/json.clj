@@ -44,7 +44,7 @@
   (:import (clojure.lang IFn Named)
            (com.fasterxml.jackson.core PrettyPrinter)
            (com.fasterxml.jackson.core.util DefaultPrettyPrinter Instantiatable)
-           (donkey.codec ContentType Json Json$Writer JsonException)
+           (donkey.codec ContentType Json JsonException JsonWriter)
            (java.io BufferedInputStream InputStream OutputStream)
            (java.text DateFormat SimpleDateFormat)
            (java.util TimeZone)))
@@ -262,7 +262,7 @@
 (defn- content-type? [k]
   (.equalsIgnoreCase "content-type" (if (instance? Named k) (name k) (str k))))
 
-(deftype JsonStreamBody [body ^Json$Writer writer])
+(deftype JsonStreamBody [body ^JsonWriter writer])
 
 (defn- streamable!
   "Makes JsonStreamBody satisfy ring-core's StreamableResponseBody (the servers' protocol for
@@ -281,7 +281,7 @@
                  ;; so a failed document must leave by its exception alone, for the server
                  ;; to answer 500 (nothing flushed yet) or cut the response short
                  (fn [^JsonStreamBody b _response ^OutputStream out]
-                   (.writeTo ^Json$Writer (.-writer b) (.-body b) out)
+                   (.writeTo ^JsonWriter (.-writer b) (.-body b) out)
                    (.close out))})))))
 
 (defn- pretty-printer
@@ -320,7 +320,7 @@
                   (pr-str f))))
 
 (defn- write-opts
-  "[writer stream?] from the options, checked: a Json$Writer with every writing option in it,
+  "[writer stream?] from the options, checked: a JsonWriter with every writing option in it,
   ring-json's names (:pretty, :escape-non-ascii) and donkey's (:pretty?, :escape-non-ascii?)."
   [who opts]
   (check-opts who opts)
@@ -339,7 +339,7 @@
        (Json/writer false ascii?))
      stream?]))
 
-(defn- json-response* [response ^Json$Writer writer stream?]
+(defn- json-response* [response ^JsonWriter writer stream?]
   (let [body (:body response)]
     (if (coll? body)
       (let [headers (:headers response)]
