@@ -60,6 +60,35 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; the request functions
 
+(deftest every-codec-refusal-is-one-kind
+  ;; the codecs' exceptions share donkey.codec.BadInput, which errors/refusal turns into the
+  ;; bad-input exception the middleware answers
+  (doseq [[^Exception e status text]
+          [[(MalformedInputException. "malformed percent-encoding in query string" 6)
+            400 "Bad Request: malformed percent-encoding in query string"]
+           [(MalformedInputException. "more than 3 parameters in form body" -1 413)
+            413 "Payload Too Large: more than 3 parameters in form body"]
+           [(JsonException. "unexpected end of input" 1 14 nil)
+            400 "Bad Request: malformed JSON: unexpected end of input at line 1, column 14"]
+           [(JsonException. "more than 2 keys in an object" -1 -1 nil 413)
+            413 "Payload Too Large: more than 2 keys in an object"]
+           [(MultipartException. 413 "multipart body has more than 2 files")
+            413 "multipart body has more than 2 files"]]]
+    (is (instance? donkey.codec.BadInput e))
+    (let [r (errors/refusal e)]
+      (is (errors/bad-input? r))
+      (is (= status (:status (ex-data r))))
+      (is (= text (ex-message r)))
+      (is (identical? e (ex-cause r)))))
+  (testing "refusing passes other exceptions through as they are"
+    (let [e (IllegalStateException. "a bug")]
+      (is (identical? e (try (errors/refusing (throw e)) (catch Exception x x)))))
+    (let [e (errors/refusal (MultipartException. 400 "malformed multipart body: x"))]
+      (is (= "malformed multipart body: x"
+             (ex-message (try (errors/refusing (throw (MultipartException. 400 "malformed multipart body: x")))
+                              (catch ExceptionInfo x x)))))
+      (is (errors/bad-input? e)))))
+
 (deftest params-request-functions-throw-bad-input
   (is (= [400 "Bad Request: malformed percent-encoding in query string at index 2"
           MalformedInputException]

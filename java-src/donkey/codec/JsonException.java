@@ -9,7 +9,7 @@ package donkey.codec;
  * {@link #column()} give the position, 1-based, or -1 when it is unknown; {@link #status()}
  * the HTTP status that answers it.
  */
-public final class JsonException extends RuntimeException {
+public final class JsonException extends RuntimeException implements BadInput {
   private final int line;
   private final int column;
   private final int status;
@@ -54,7 +54,15 @@ public final class JsonException extends RuntimeException {
    * The HTTP status that answers this input: 400 for malformed JSON, input over the parser's
    * limits, or too many keys of one hash; 413 for an object with more keys than allowed.
    */
+  @Override
   public int status() {
     return status;
+  }
+
+  /** {@inheritDoc} The message, after the status's reason phrase. */
+  @Override
+  public String answer() {
+    return (status == 413 ? "Payload Too Large: " : "Bad Request: malformed JSON: ")
+        + getMessage();
   }
 }

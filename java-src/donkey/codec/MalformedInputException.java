@@ -11,7 +11,8 @@ package donkey.codec;
  * short, safe to send to a client (it never quotes the input), and names what was wrong and
  * where, e.g. {@code "malformed percent-encoding in query string at index 5"}.
  */
-public final class MalformedInputException extends IllegalArgumentException {
+public final class MalformedInputException extends IllegalArgumentException
+    implements BadInput {
   private static final long serialVersionUID = 1L;
 
   private final int index;
@@ -51,7 +52,14 @@ public final class MalformedInputException extends IllegalArgumentException {
    * The HTTP status that answers this input: 400 (malformed, or refused as a hash-flooding
    * attempt), or 413 for a form body with more parameters than allowed.
    */
+  @Override
   public int status() {
     return status;
+  }
+
+  /** {@inheritDoc} The message, after the status's reason phrase. */
+  @Override
+  public String answer() {
+    return (status == 413 ? "Payload Too Large: " : "Bad Request: ") + getMessage();
   }
 }

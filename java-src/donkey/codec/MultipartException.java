@@ -12,7 +12,7 @@ package donkey.codec;
  * suppressed exceptions. By the time it reaches the caller of {@link Multipart}, every temp file
  * the parse had written is deleted.
  */
-public final class MultipartException extends RuntimeException {
+public final class MultipartException extends RuntimeException implements BadInput {
   private static final long serialVersionUID = 1L;
 
   /** 400 Bad Request. */
@@ -32,8 +32,15 @@ public final class MultipartException extends RuntimeException {
   }
 
   /** The HTTP status to answer with: {@link #BAD_REQUEST} or {@link #TOO_LARGE}. */
+  @Override
   public int status() {
     return status;
+  }
+
+  /** {@inheritDoc} The message as it is. */
+  @Override
+  public String answer() {
+    return getMessage();
   }
 
   static MultipartException malformed(String what) {

@@ -10,7 +10,9 @@
 
   with the codec's own exception as its `ex-cause` (a `donkey.codec.MalformedInputException`,
   `JsonException` with `.line`/`.column`, `MultipartException`, or
-  `java.nio.charset.UnsupportedCharsetException`).
+  `java.nio.charset.UnsupportedCharsetException`). The first three implement
+  `donkey.codec.BadInput` (`.status`, `.answer`), and `refusal` / `refusing` turn any of them
+  into this exception.
 
   Its `wrap-x` catches that exception (and only that: a body that fails to read, say, still
   throws, or goes to `raise`) and calls the `:error-handler` option instead of the handler,
@@ -26,7 +28,8 @@
 
     (wrap-json-body handler {:error-handler (fn ([r] (json-error r))
                                                 ([r respond _] (respond (json-error r))))})"
-  (:import (clojure.lang ExceptionInfo IFn)))
+  (:import (clojure.lang ExceptionInfo IFn)
+           (donkey.codec BadInput)))
 
 (set! *warn-on-reflection* true)
 
@@ -35,6 +38,21 @@
   default answer's body), `{:type :donkey.middleware/bad-input :status status}` and `cause`."
   ^ExceptionInfo [status ^String message cause]
   (ex-info message {:type :donkey.middleware/bad-input :status status} cause))
+
+(defn refusal
+  "The bad-input exception for `e`, a codec's exception for input it refuses (a
+  `donkey.codec.BadInput`): its status, its answer as the message, `e` as the cause."
+  ^ExceptionInfo [^BadInput e]
+  (bad-input (.status e) (.answer e) e))
+
+(defmacro refusing
+  "Evaluates `body`; a codec's exception for refused input (any `donkey.codec.BadInput`)
+  leaves as its `refusal`, every other exception as it is."
+  [& body]
+  `(try
+     ~@body
+     (catch RuntimeException e#
+       (throw (if (instance? BadInput e#) (refusal e#) e#)))))
 
 (defn bad-input?
   "True when `e` is an exception made by `bad-input`."

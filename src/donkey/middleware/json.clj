@@ -119,13 +119,6 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; reading
 
-(defn- refused [^JsonException e]
-  (let [status (.status e)]
-    (errors/bad-input status
-                      (str (if (= 413 status) "Payload Too Large: " "Bad Request: malformed JSON: ")
-                           (.getMessage e))
-                      e)))
-
 (defn- read-body
   "The decoded JSON body of `request`, or ::none when it is not a JSON request with a body to
   read. Throws a bad-input exception for a refused body; what `key-fn` throws propagates."
@@ -135,11 +128,10 @@
           kw (boolean keywords?)
           bd (boolean bigdecimals?)
           mk (int max-keys)]
-      (try
+      (errors/refusing
         (cond (instance? InputStream body) (Json/readBody ^InputStream body kw bd mk ^IFn key-fn)
               (string? body) (Json/readBody ^String body kw bd mk ^IFn key-fn)
-              :else ::none)
-        (catch JsonException e (throw (refused e)))))
+              :else ::none)))
     ::none))
 
 (defn- json-body* [request keywords? bigdecimals? max-keys key-fn]

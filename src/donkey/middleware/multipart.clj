@@ -138,11 +138,9 @@
         progress-fn (fn-opt who opts :progress-fn
                             "a function of request, bytes-read, content-length and item-count")]
     (fn parse ^MultipartResult [request]
-      (try
+      (errors/refusing
         (.parse mp ^InputStream (:body request) (content-type request) (content-length request)
-                (when progress-fn (progress progress-fn request)))
-        (catch MultipartException e
-          (throw (errors/bad-input (.status e) (.getMessage e) e)))))))
+                (when progress-fn (progress progress-fn request)))))))
 
 (defn- add-params
   "Ring's keys: :multipart-params, and the same map merged into :params."

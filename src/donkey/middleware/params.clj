@@ -147,11 +147,7 @@
   `(try
      ~@body
      (catch MalformedInputException e#
-       (let [status# (.status e#)]
-         (throw (errors/bad-input status#
-                                  (str (if (= 413 status#) "Payload Too Large: " "Bad Request: ")
-                                       (.getMessage e#))
-                                  e#))))
+       (throw (errors/refusal e#)))
      ;; the charset name is the client's text: not echoed back
      (catch UnsupportedCharsetException e#
        (throw (errors/bad-input 415 "Unsupported Media Type: unknown charset in Content-Type" e#)))))
