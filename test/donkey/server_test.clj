@@ -121,7 +121,8 @@
   (let [err (java.io.StringWriter.)]
     (binding [*err* err *warn-on-reflection* true]
       (doseq [ns '[donkey.server donkey.options donkey.options.spelling donkey.routes
-                   donkey.stream donkey.middleware.errors donkey.middleware.params
+                   donkey.stream donkey.middleware.errors donkey.middleware.options
+                   donkey.middleware.params
                    donkey.middleware.json donkey.middleware.multipart donkey.example]]
         (require ns :reload)))
     (is (not (re-find #"Reflection warning" (str err))) (str err))))

@@ -40,7 +40,8 @@
   `donkey.codec.JsonException` as its cause, with `.line` and `.column`), where ring-json's
   return nil; the middleware answers it with :error-handler instead of calling the handler
   (see `donkey.middleware.errors`). Every middleware serves both Ring handler arities."
-  (:require [donkey.middleware.errors :as errors])
+  (:require [donkey.middleware.errors :as errors]
+            [donkey.middleware.options :as opt])
   (:import (clojure.lang IFn Named)
            (com.fasterxml.jackson.core PrettyPrinter)
            (com.fasterxml.jackson.core.util DefaultPrettyPrinter Instantiatable)
@@ -59,17 +60,14 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; options, once
 
-(defn- refuse [who & parts]
-  (throw (IllegalArgumentException. ^String (apply str who ": " parts))))
+(def ^:private refuse opt/fail)
 
 (defn- check-opts
   "Checks the options every function here shares; returns :max-keys (the default when absent)."
   [who opts]
-  (when-not (or (nil? opts) (map? opts))
-    (refuse who "options must be a map, got " (pr-str opts)))
+  (opt/map-or-nil who opts)
   (let [m (:max-keys opts)]
-    (when-not (or (nil? m) (and (integer? m) (<= 1 m Integer/MAX_VALUE)))
-      (refuse who ":max-keys must be a positive integer, got " (pr-str m)))
+    (when (some? m) (opt/positive-int who :max-keys m Integer/MAX_VALUE))
     (int (or m Json/DEFAULT_MAX_KEYS))))
 
 (defn- key-fn-option
@@ -104,17 +102,15 @@
   [who opts]
   (let [r (:malformed-response opts)]
     (when (and (some? r) (some? (:error-handler opts)))
-      (throw (IllegalArgumentException.
-              (str who ": give :error-handler or :malformed-response, not both"))))
+      (opt/fail who "give :error-handler or :malformed-response, not both"))
     (cond
       (nil? r) (errors/error-handler-option who opts)
       (map? r) (fn ([_] r) ([_ respond _] (respond r)))
       (fn? r) (let [answer (fn [request] (r request (ex-cause (:donkey.middleware/error request))))]
                 (fn ([request] (answer request))
                     ([request respond _] (respond (answer request)))))
-      :else (throw (IllegalArgumentException.
-                    (str who ": :malformed-response must be a response map or a fn, got "
-                         (pr-str r)))))))
+      :else (opt/fail who ":malformed-response must be a response map or a fn, got "
+                      (pr-str r)))))
 
 ;; ---------------------------------------------------------------------------------------------
 ;; reading

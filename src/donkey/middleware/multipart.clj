@@ -38,7 +38,8 @@
   - a field's own Content-Type charset beats a `_charset_` field's; Ring lets `_charset_` win.
   - multipart/form-data is recognised in any case and with parameters (RFC 9110); Ring
     compares the media type case-sensitively."
-  (:require [donkey.middleware.errors :as errors])
+  (:require [donkey.middleware.errors :as errors]
+            [donkey.middleware.options :as opt])
   (:import (clojure.lang ExceptionInfo IFn)
            (donkey.codec ContentType Multipart Multipart$Progress MultipartException
                          MultipartResult)
@@ -62,21 +63,13 @@
    :progress-fn nil})
 
 (defn- fail [who msg]
-  (throw (IllegalArgumentException. (str "donkey.middleware.multipart/" who ": " msg))))
+  (opt/fail (str "donkey.middleware.multipart/" who) msg))
 
 (defn- charset-opt ^Charset [who opts k]
-  (let [v (get opts k)]
-    (cond (nil? v) nil
-          (instance? Charset v) v
-          (string? v) (try (ContentType/forName v)
-                           (catch Exception _ (fail who (str k " names no charset this JVM has: " (pr-str v)))))
-          :else (fail who (str k " must be a charset name or a java.nio.charset.Charset, got " (pr-str v))))))
+  (opt/charset (str "donkey.middleware.multipart/" who) k (get opts k)))
 
 (defn- size-opt ^long [who opts k]
-  (let [v (get opts k)]
-    (when-not (and (integer? v) (pos? v) (<= v Long/MAX_VALUE))
-      (fail who (str k " must be a positive integer, got " (pr-str v))))
-    (long v)))
+  (long (opt/positive-int (str "donkey.middleware.multipart/" who) k (get opts k) Long/MAX_VALUE)))
 
 (defn- fn-opt [who opts k what]
   (let [v (get opts k)]
@@ -95,8 +88,7 @@
         max-files (:max-file-count opts)]
     (when (and dir (not (.isDirectory ^File dir)))
       (fail who (str ":temp-dir is not a directory: " dir)))
-    (when-not (boolean? (:keywords? opts))
-      (fail who (str ":keywords? must be true or false, got " (pr-str (:keywords? opts)))))
+    (opt/boolean-or-nil (str "donkey.middleware.multipart/" who) opts :keywords?)
     (when-not (<= (size-opt who opts :max-parts) Integer/MAX_VALUE)
       (fail who ":max-parts must fit in an int"))
     (when-not (or (nil? max-files) (and (integer? max-files) (<= 0 max-files Integer/MAX_VALUE)))
@@ -132,7 +124,7 @@
   MultipartResult, which throws a bad-input exception for a refused body (its temp files
   already deleted)."
   [who opts]
-  (when-not (or (nil? opts) (map? opts)) (fail who (str "options must be a map, got " (pr-str opts))))
+  (opt/map-or-nil (str "donkey.middleware.multipart/" who) opts)
   (let [opts (merge defaults (into {} (remove (comp nil? val)) opts))
         mp (multipart who opts)
         progress-fn (fn-opt who opts :progress-fn

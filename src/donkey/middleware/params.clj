@@ -45,7 +45,8 @@
                    form keys)
     :error-handler a Ring handler of both arities for refused input (default
                    `donkey.middleware.errors/default-error-handler`: the text/plain answer)"
-  (:require [donkey.middleware.errors :as errors])
+  (:require [donkey.middleware.errors :as errors]
+            [donkey.middleware.options :as opt])
   (:import (clojure.lang IPersistentMap)
            (donkey.codec ContentType FormCodec KeyHashes MalformedInputException)
            (java.io InputStream)
@@ -60,43 +61,22 @@
   "`encoding` (nil, a charset name or a Charset) as a Charset or nil; throws
   IllegalArgumentException naming `fname` and `what` otherwise."
   ^Charset [fname what encoding]
-  (cond
-    (nil? encoding) nil
-    (instance? Charset encoding) encoding
-    (string? encoding)
-    (try (ContentType/forName encoding)
-         (catch UnsupportedCharsetException _
-           (throw (IllegalArgumentException.
-                   (str "donkey.middleware.params/" fname ": " what " names no charset this JVM has: "
-                        (pr-str encoding))))))
-    :else (throw (IllegalArgumentException.
-                  (str "donkey.middleware.params/" fname ": " what
-                       " must be a charset name or a java.nio.charset.Charset, got "
-                       (pr-str encoding))))))
+  (opt/charset (str "donkey.middleware.params/" fname) what encoding))
 
 (defn- options
   "Validates `opts` and returns [keys charset-or-nil max-params], where keys is false
   (strings), :keywords or :namespaced."
   [fname opts]
-  (when-not (or (nil? opts) (map? opts))
-    (throw (IllegalArgumentException.
-            (str "donkey.middleware.params/" fname ": options must be a map, got " (pr-str opts)))))
-  (let [{:keys [keywords? parse-namespaces? encoding max-params]} opts]
-    (doseq [[k v] [[:keywords? keywords?] [:parse-namespaces? parse-namespaces?]]]
-      (when-not (or (nil? v) (boolean? v))
-        (throw (IllegalArgumentException.
-                (str "donkey.middleware.params/" fname ": " k " must be true or false, got "
-                     (pr-str v))))))
+  (let [who (str "donkey.middleware.params/" fname)
+        opts (opt/map-or-nil who opts)
+        keywords? (opt/boolean-or-nil who opts :keywords?)
+        parse-namespaces? (opt/boolean-or-nil who opts :parse-namespaces?)
+        max-params (:max-params opts)]
     (when (and parse-namespaces? (not keywords?))
-      (throw (IllegalArgumentException.
-              (str "donkey.middleware.params/" fname ": :parse-namespaces? needs :keywords? true "
-                   "(it says which keys become keywords)"))))
-    (when-not (or (nil? max-params) (and (integer? max-params) (<= 1 max-params Integer/MAX_VALUE)))
-      (throw (IllegalArgumentException.
-              (str "donkey.middleware.params/" fname ": :max-params must be a positive integer, got "
-                   (pr-str max-params)))))
+      (opt/fail who ":parse-namespaces? needs :keywords? true (it says which keys become keywords)"))
+    (when (some? max-params) (opt/positive-int who :max-params max-params Integer/MAX_VALUE))
     [(cond parse-namespaces? :namespaced keywords? :keywords :else false)
-     (charset-option fname ":encoding" encoding)
+     (charset-option fname ":encoding" (:encoding opts))
      (int (or max-params FormCodec/DEFAULT_MAX_PARAMS))]))
 
 ;; ---------------------------------------------------------------------------------------------
