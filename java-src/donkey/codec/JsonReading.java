@@ -111,9 +111,7 @@ final class JsonReading {
   Object read(JsonParser p, JsonToken t) throws IOException {
     switch (t.id()) {
       case JsonTokenId.ID_START_OBJECT:
-        // per object, not per key: reading without a key function pays one test per object
-        return keyFn == null ? readObject(p, p.nextFieldName())
-            : readKeyFnObject(p, p.nextFieldName());
+        return readObject(p, p.nextFieldName());
       case JsonTokenId.ID_START_ARRAY:
         return readArray(p);
       case JsonTokenId.ID_STRING:
@@ -130,8 +128,7 @@ final class JsonReading {
         return null;
       case JsonTokenId.ID_FIELD_NAME:
         // databind may hand over an object whose START_OBJECT it has consumed
-        return keyFn == null ? readObject(p, p.currentName())
-            : readKeyFnObject(p, p.currentName());
+        return readObject(p, p.currentName());
       case JsonTokenId.ID_END_OBJECT:
         return PersistentArrayMap.EMPTY;
       case JsonTokenId.ID_EMBEDDED_OBJECT:
@@ -160,9 +157,14 @@ final class JsonReading {
     }
   }
 
-  /** Reads an object's fields from the one named {@code name} (null: none) to its end. */
+  /**
+   * Reads an object's fields from the one named {@code name} (null: none) to its end. With a
+   * key function the keys may be of any class and nil, so they are compared as a Clojure map
+   * compares them; without one they are Strings or keywords, compared by identity first.
+   */
   private Object readObject(JsonParser p, String name) throws IOException {
     if (name == null) return PersistentArrayMap.EMPTY;
+    boolean userKeys = keyFn != null;
     Object[] kvs = new Object[8];
     int n = 0;
     int members = 0;
@@ -172,10 +174,10 @@ final class JsonReading {
         throw Json.error("JSON object with more than " + maxKeys + " keys",
             p.currentTokenLocation(), null, 413);
       }
-      Object k = keywordKeys ? keyword(p, name) : name;
+      Object k = userKeys ? userKey(p, name) : keywordKeys ? keyword(p, name) : name;
       Object v = read(p, p.nextToken());
       if (!big) {
-        int i = indexOfKey(kvs, n, k);
+        int i = userKeys ? indexOfEquivKey(kvs, n, k) : indexOfKey(kvs, n, k);
         if (i >= 0) {
           kvs[i + 1] = v; // a repeated key: the last value wins
           continue;
@@ -187,50 +189,12 @@ final class JsonReading {
       kvs[n++] = v;
     }
     if (!big) return new PersistentArrayMap(n == kvs.length ? kvs : Arrays.copyOf(kvs, n));
-    // past the array map's size, repeated keys are only merged here (the last value wins)
-    if (KeyHashes.tooManyShared(kvs, 0, 2, n / 2)) {
-      throw Json.error("too many keys with colliding hashes in one JSON object",
-          p.currentLocation(), null, 400);
-    }
-    ITransientMap m = PersistentHashMap.EMPTY.asTransient();
-    for (int j = 0; j < n; j += 2) m = m.assoc(kvs[j], kvs[j + 1]);
-    return m.persistent();
-  }
-
-  /**
-   * {@link #readObject} with the keys {@link #keyFn} makes. A copy rather than a test per key
-   * in readObject, so that reading without a key function does not pay for it. The keys may be
-   * of any class and nil, so they are compared as a Clojure map compares them.
-   */
-  private Object readKeyFnObject(JsonParser p, String name) throws IOException {
-    if (name == null) return PersistentArrayMap.EMPTY;
-    Object[] kvs = new Object[8];
-    int n = 0;
-    int members = 0;
-    boolean big = false;
-    for (; name != null; name = p.nextFieldName()) {
-      if (++members > maxKeys) {
-        throw Json.error("JSON object with more than " + maxKeys + " keys",
-            p.currentTokenLocation(), null, 413);
+    // past the array map's size, repeated keys are only merged here (the last value wins);
+    // the hash check takes no nil key, and nil is one key whatever its count: a stand-in will do
+    if (userKeys) {
+      for (int j = 0; j < n; j += 2) {
+        if (kvs[j] == null) kvs[j] = NIL_KEY;
       }
-      Object k = userKey(p, name);
-      Object v = read(p, p.nextToken());
-      if (!big) {
-        int i = indexOfEquivKey(kvs, n, k);
-        if (i >= 0) {
-          kvs[i + 1] = v;
-          continue;
-        }
-        big = n == ARRAY_MAP_SLOTS;
-      }
-      if (n == kvs.length) kvs = Arrays.copyOf(kvs, big ? 2 * n : Math.min(2 * n, ARRAY_MAP_SLOTS));
-      kvs[n++] = k;
-      kvs[n++] = v;
-    }
-    if (!big) return new PersistentArrayMap(n == kvs.length ? kvs : Arrays.copyOf(kvs, n));
-    // the hash check takes no nil key; nil is one key whatever its count, so a stand-in will do
-    for (int j = 0; j < n; j += 2) {
-      if (kvs[j] == null) kvs[j] = NIL_KEY;
     }
     if (KeyHashes.tooManyShared(kvs, 0, 2, n / 2)) {
       throw Json.error("too many keys with colliding hashes in one JSON object",
