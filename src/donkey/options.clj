@@ -3,7 +3,7 @@
   default, its check, the `ServerConfig` field it sets, the names other servers give it and
   its meaning), beside the options refused and the ones accepted without effect, and the walk
   that checks an option map and fills a `ServerConfig` from it. Internal to donkey: nothing
-  here is public API."
+  here is public API. Long because the table is: one entry per option, each with its doc."
   {:no-doc true}
   (:require [clojure.string :as str]
             [donkey.options.spelling :as spelling])

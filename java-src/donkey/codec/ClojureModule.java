@@ -83,6 +83,9 @@ import java.util.UUID;
  *
  * <p>Threading: stateless; one instance may be registered with any number of mappers.
  * {@link Json} uses the same code directly, without the databind layer, on its hot paths.
+ *
+ * <p>One file because it is one Jackson module: the serializers and deserializers of the
+ * Clojure types are registered together, and the key-function wrapping rides on them.
  */
 public final class ClojureModule extends Module {
   /** Reader attribute: {@code Boolean.TRUE} makes object keys keywords. */

@@ -52,6 +52,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Public for donkey's own tests and benchmarks; it is the kernel's, with no compatibility
  * promise outside it.
+ *
+ * <p>One class because the pool's size, its queue, its parked threads and its wake-ups are one
+ * state, changed with atomic operations by every worker and event loop together.
  */
 public final class WorkerPool extends AbstractExecutorService {
   private static final System.Logger LOG = System.getLogger("donkey");
