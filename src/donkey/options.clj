@@ -3,10 +3,10 @@
   default, its check, the `ServerConfig` field it sets, the names other servers give it and
   its meaning), beside the options refused and the ones accepted without effect, and the walk
   that checks an option map and fills a `ServerConfig` from it. Internal to donkey: nothing
-  here is public API. Long because the table is: one entry per option, each with its doc."
+  here is public API. Long because the table is: one entry per option, each with its doc.
+  The table as text is `donkey.options.doc`; what tells a typo, `donkey.options.spelling`."
   {:no-doc true}
-  (:require [clojure.string :as str]
-            [donkey.options.spelling :as spelling])
+  (:require [clojure.string :as str])
   (:import (donkey.kernel ServerConfig)))
 
 (set! *warn-on-reflection* true)
@@ -383,7 +383,7 @@
                {}
                (apply dissoc sources (map first aliases)))))
 
-(defn- default-of
+(defn default-of
   "`entry`'s default: its field's value in `cfg`, a fresh ServerConfig, or its :default."
   [entry ^ServerConfig cfg]
   (if-let [get-field (:get (:to entry))] (get-field cfg) (:default entry)))
@@ -394,10 +394,12 @@
 
 (defn- check-names!
   "Fails on a key of `opts` that is close to a name run-server reads
-  (`donkey.options.spelling/suggestion`)."
+  (`donkey.options.spelling/suggestion`). The distance code loads only for a key that is not
+  a known name: a start with known options alone does not compile it."
   [opts where]
-  (doseq [k (keys opts)]
-    (when-let [meant (spelling/suggestion known k)]
+  (doseq [k (keys opts)
+          :when (not (contains? known k))]
+    (when-let [meant ((requiring-resolve 'donkey.options.spelling/suggestion) known k)]
       (fail (str "unknown option " k where "; did you mean " meant "? (other unknown keys are "
                  "ignored; this one looks like a misspelling)")))))
 
@@ -439,42 +441,3 @@
   and nothing to check)."
   [opts]
   (get opts :join? (:default (by-key :join?))))
-
-;; ---- docs ----------------------------------------------------------------------------------
-
-(defn default-text
-  "How the docs give `entry`'s default."
-  [entry]
-  (or (:default-doc entry)
-      (let [v (default-of entry (ServerConfig.))
-            mib (* 1024 1024)]
-        (cond (nil? v) "none"
-              (and (integer? v) (<= mib v) (zero? (rem v mib))) (str (quot v mib) " MiB")
-              :else (pr-str v)))))
-
-(defn- wrap
-  "`words` as lines of at most `width` characters, the first starting with `head` and the
-  others with as many spaces."
-  [head words width]
-  (let [indent (apply str (repeat (count head) \space))]
-    (loop [words words line head lines []]
-      (if-let [[w & more] (seq words)]
-        (let [fits (str line (when (not= line head) " ") w)]
-          (if (or (<= (count fits) width) (= line head))
-            (recur more fits lines)
-            (recur more (str indent w) (conj lines line))))
-        (conj lines line)))))
-
-(defn doc
-  "The options part of run-server's docstring: each option of the table, its meaning and its
-  default, one entry after another in the docstring's indentation."
-  []
-  ;; the meanings start one column past the longest option
-  (let [column (inc (apply max (map (comp count str :key) table)))]
-    (str/join "\n" (for [{k :key :as e} table
-                         line (wrap (format (str "    %-" column "s") k)
-                                    ;; the default as one word, so that it is never split
-                                    (conj (str/split (:doc e) #" ")
-                                          (str "(default " (default-text e) ")"))
-                                    96)]
-                     line))))

@@ -93,7 +93,7 @@
 ;; The options part of the docstring is generated from the option table, so that it lists
 ;; every option with the default it has.
 (defn run-server
-  {:doc (str "Starts an HTTP server that serves `handler` and returns a server value once
+  "Starts an HTTP server that serves `handler` and returns a server value once
   the socket is bound. Stop it with `stop`, `.close` (so `with-open` works) or by calling it,
   as http-kit's stop function: `(server)`, `(server :timeout ms)`; `port` gives the bound port
   and `status` whether it runs.
@@ -114,9 +114,146 @@
   fails start-up with an IllegalArgumentException naming it.
 
   Options (ring-jetty's names where the concept is the same):
-"
-             (options/doc)
-             "
+    :port                       port to listen on; 0 picks a free one (default 80)
+    :host                       address to bind (default \"0.0.0.0\")
+    :join?                      block the calling thread until the server stops (default true)
+    :async?                     the handler is a 3-arity async handler (default false)
+    :event-loops                event loops, one server each (default one per core)
+    :worker-threads             most threads that run sync handlers. As many as there are cores
+                                run while handlers keep up; more start once queued requests wait
+                                1 ms behind handlers that block (default 50)
+    :min-threads                worker threads started with the server and kept while idle
+                                (default 0)
+    :thread-idle-timeout        ms a worker thread above :min-threads waits for work before it
+                                exits (default 60000)
+    :max-queued-requests        sync requests that may wait for a worker once :worker-threads
+                                are busy; more get 503 at once; 0 for no bound. No effect with
+                                :virtual-threads? (default 0)
+    :virtual-threads?           run sync handlers on virtual threads (reused, no limit on their
+                                number); needs Java 21+ and fails at start-up on an older JVM
+                                (default false)
+    :daemon?                    the server's threads do not keep the JVM alive (default false)
+    :max-body-size              largest request body in bytes; larger gets 413. A sync handler
+                                reads its :body as it arrives, with flow control; an async one
+                                gets it after it has arrived whole (default 16 MiB)
+    :max-initial-line-length    longest request line; longer gets 414 (default 8192)
+    :max-header-size            largest header section; larger gets 431 (default 16384)
+    :idle-timeout               ms a connection may go without a byte moving either way before
+                                it is closed: between requests, or while a response waits on a
+                                client that stopped reading (which frees the thread writing it);
+                                checked within a second or a quarter of it; 0 for none
+                                (default 120000)
+    :request-timeout            ms a handler has to answer before the client gets 503; its late
+                                answer is dropped and logged, its thread not interrupted; 0 for
+                                no limit. The timeouts are checked by a sweep every quarter of
+                                the shortest one (50 ms to 1 s) and fire at their limit at the
+                                earliest, up to two sweep periods after it (default 60000)
+    :async-timeout              ms an async (non-blocking) handler has to answer; 0 for no
+                                limit; -1: the same as :request-timeout (default -1)
+    :async-timeout-handler      (fn [request respond raise]), called on the event loop when an
+                                async handler has not answered in time, answers instead of the
+                                503 (Ring 1.9's option) (default none)
+    :shutdown-timeout           ms `stop` waits for in-flight requests (default 30000)
+    :shutdown-hook?             register a JVM shutdown hook that stops the server, draining it,
+                                on SIGTERM (default false)
+    :max-connections            open connections over this are closed as soon as accepted
+                                (refused, not queued); 0 for no limit (default 10000)
+    :header-timeout             ms a connection has to deliver each complete request head after
+                                opening or after its previous response, else it is closed
+                                (slowloris defence; also bounds idle keep-alive) (default 30000)
+    :body-timeout               ms a sync handler's body read waits for more bytes before it
+                                throws IOException (default 30000)
+    :blocked-warning            ms after which a non-blocking handler still holding its event
+                                loop is logged, naming the route; 0 for none (default 2000)
+    :server-header              value of the Server header, nil for none (default \"donkey\")
+    :send-date-header?          false: no Date header on any response (default true)
+    :output-buffer-size         bytes a streamed body (InputStream, seq, StreamableResponseBody)
+                                buffers before it is sent; one that fits gets a Content-Length,
+                                a longer one is chunked (default 16384)
+    :trust-forwarded-for?       take :remote-addr from X-Forwarded-For when present, not from
+                                the socket peer; only behind a proxy you trust (default false)
+    :ssl?                       serve HTTPS on :ssl-port, beside HTTP on :port unless :http? is
+                                false; giving :ssl-port turns it on too (as with ring-jetty)
+                                (default false)
+    :ssl-port                   port of the TLS listener; 0 picks a free one (default 443)
+    :http?                      false: no plaintext listener, HTTPS only (default true)
+    :keystore                   the server's key and certificate chain: a key store file's path
+                                or a java.security.KeyStore; with several key entries, SNI
+                                chooses (see the README) (default none)
+    :keystore-type              type of a :keystore file; by default PKCS12 for .p12 and .pfx
+                                files, else JKS (default by extension)
+    :key-password               password of :keystore and of its keys (default none)
+    :ssl-cert                   PEM file of the certificate chain, the server's certificate
+                                first (instead of :keystore); a vector of files, one per
+                                :ssl-key, for SNI (default none)
+    :ssl-key                    PEM file of :ssl-cert's unencrypted PKCS#8 private key, or a
+                                vector of them (default none)
+    :ssl-context                a javax.net.ssl.SSLContext to serve as it is (its key and trust
+                                managers), instead of :keystore or PEM files (default none)
+    :ssl-provider               the TLS engine: :openssl (BoringSSL, from
+                                io.netty/netty-tcnative-boringssl-static, which donkey does not
+                                depend on), :jdk, or :auto, OpenSSL when it is on the classpath
+                                and loads, else the JDK's; :openssl fails start-up without it.
+                                An :ssl-context is served by the JDK's engine under :auto
+                                (:openssl refuses one) (default :auto)
+    :truststore                 the CAs whose client certificates are accepted: a key store
+                                file's path or a java.security.KeyStore; without it,
+                                :client-auth takes :keystore as the trust store, as Jetty does
+                                (default none)
+    :trust-password             password of :truststore, or of :keystore taken as the trust
+                                store (there :key-password when absent) (default none)
+    :client-auth                :need: a client certificate is required; :want: asked for, not
+                                required; the request's :ssl-client-cert is the one presented
+                                (default :none)
+    :exclude-ciphers            cipher suites (names or regular expressions) not to enable
+                                (default none)
+    :exclude-protocols          protocols not to enable (of TLSv1.3 and TLSv1.2) (default none)
+    :replace-exclude-ciphers?   true: :exclude-ciphers applies to every suite the JDK enables,
+                                not to donkey's forward-secret AEAD ones (default false)
+    :replace-exclude-protocols? true: :exclude-protocols applies to TLSv1 to TLSv1.3 (those the
+                                JDK allows), not to TLSv1.3 and TLSv1.2 (default false)
+    :keystore-scan-interval     seconds between checks of the TLS files (:keystore, :ssl-cert,
+                                :ssl-key, :truststore); when their contents change they are
+                                reloaded as by reload-ssl!; 0 for never (default 0)
+    :h2?                        offer HTTP/2 by ALPN on the TLS listener (clients that do not
+                                ask for it keep HTTP/1.1) (default false)
+    :h2c?                       serve cleartext HTTP/2 on the plaintext listener, to clients
+                                that start with its preface (prior knowledge) or ask with
+                                Upgrade: h2c (default false)
+    :h2-max-concurrent-streams  streams a client may have open at once on one HTTP/2 connection
+                                (default 128)
+    :h2-max-frame-size          largest HTTP/2 frame payload a client may send, in bytes
+                                (default 16384)
+    :h2-initial-window-size     bytes of request body a client may send on one HTTP/2 stream
+                                before the server asks for more (flow control) (default 65535)
+    :h2-connection-window-size  the same for all of one HTTP/2 connection's streams together
+                                (default 1 MiB)
+    :h2-max-resets              streams a client may reset within :h2-reset-window before its
+                                connection is closed (rapid reset, CVE-2023-44487) (default 200)
+    :h2-reset-window            seconds over which :h2-max-resets is counted (default 30)
+    :ws-max-frame-size          largest WebSocket frame payload a client may send, in bytes;
+                                larger closes with 1009 (default 1 MiB)
+    :ws-max-text-size           largest WebSocket text message (all its fragments) a client may
+                                send, in bytes; larger closes with 1009 (default 1 MiB)
+    :ws-max-binary-size         largest WebSocket binary message (all its fragments) a client
+                                may send, in bytes; larger closes with 1009 (default 1 MiB)
+    :ws-idle-timeout            ms a WebSocket may go without a frame read or a message written
+                                before it is closed with 1001 (the server's pings do not count,
+                                the client's pongs do); 0 for never (default 120000)
+    :ws-ping-interval           ms after which a WebSocket from which nothing was read is pinged
+                                (again each interval), so a live client stays within
+                                :ws-idle-timeout; 0 for no pings (default 30000)
+    :ws-max-queued-bytes        bytes a WebSocket may have queued for its client; past it an
+                                async send fails (its fail callback gets an IOException) and a
+                                sync send waits for room, at most :ws-idle-timeout
+                                (:idle-timeout when 0) while the client takes nothing
+                                (default 4 MiB)
+    :ws-allowed-origins         origins (\"https://app.example\") whose pages may open WebSockets;
+                                a handshake with another Origin gets 403; nil for any
+                                (default none)
+    :ws-compression?            negotiate permessage-deflate when a WebSocket client offers it
+                                (costs each such connection a compressor's memory)
+                                (default false)
 
   ring-jetty's and http-kit's names for these are accepted too (:max-threads, :max-idle-time,
   :request-header-size, :selector-threads, :send-server-version? false; :ip, :thread,
@@ -137,7 +274,7 @@
   Throws IllegalArgumentException for an invalid option (a TLS file that is missing, a wrong
   password, a key that does not match its certificate, ... included) and
   IllegalStateException when the server cannot start (port in use, ...), after releasing
-  whatever it had started.")}
+  whatever it had started."
   (^Server [handler] (run-server handler {}))
   (^Server [handler opts]
    (let [cfg (config handler opts)
