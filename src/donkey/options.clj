@@ -1,12 +1,12 @@
 (ns donkey.options
-  "The options of `donkey.server/run-server`, defined once: a table of every option (its
-  default, its check, the `ServerConfig` field it sets, the names other servers give it and
-  its meaning), beside the options refused and the ones accepted without effect, and the walk
-  that checks an option map and fills a `ServerConfig` from it. Internal to donkey: nothing
-  here is public API. Long because the table is: one entry per option, each with its doc.
-  The table as text is `donkey.options.doc`; what tells a typo, `donkey.options.spelling`."
+  "The options of `donkey.server/run-server`, defined once, as data: a table of every option
+  (its default, its check, the `ServerConfig` field it sets, the names other servers give it
+  and its meaning), beside the options refused and the ones accepted without effect.
+  `donkey.options.check` walks an option map against it and fills a `ServerConfig`;
+  `donkey.options.doc` renders it as text; `donkey.options.spelling` tells a typo. Internal
+  to donkey: nothing here is public API. Long because the table is: one entry per option,
+  each with its doc."
   {:no-doc true}
-  (:require [clojure.string :as str])
   (:import (donkey.kernel ServerConfig)))
 
 (set! *warn-on-reflection* true)
@@ -37,34 +37,6 @@
             Boolean/TYPE (fn [cfg v] (.setBoolean fld cfg (boolean v)))
             (fn [cfg v] (.set fld cfg v)))}))
 
-(declare must-be)
-
-(defn- boolean-alias
-  "The value of the boolean alias `k`, checked as its option would be."
-  [k v]
-  (must-be k :boolean v nil)
-  v)
-
-;; Alias conversions, (fn [alias value]) => the option's value, or ::none when that value of the
-;; alias sets nothing.
-
-(defn- unless-minus-1
-  "ring-jetty's :selector-threads -1 leaves the choice to the server."
-  [_ v]
-  (if (= -1 v) ::none v))
-
-(defn- server-version
-  "ring-jetty's :send-server-version? false sends no Server header; true leaves :server-header
-  in charge."
-  [k v]
-  (if (boolean-alias k v) ::none nil))
-
-(defn- allow-virtual
-  "http-kit's :allow-virtual? true runs handlers on virtual threads where the JVM has them;
-  false asks for nothing donkey would not do anyway."
-  [k v]
-  (if (and (boolean-alias k v) (>= (.feature (Runtime/version)) 21)) true ::none))
-
 (def table
   "Every option of run-server, in the order its docstring and the README list them:
     :key      the option
@@ -77,7 +49,8 @@
     :check    what a value must be, default included (see `problem`)
     :nil      :kept when a nil value is the value; otherwise nil means the default
     :aliases  [[name convert] ...]: ring-jetty's and http-kit's names for it; `convert`
-              (default: the value as it is) is one of the alias conversions above
+              (default: the value as it is) names one of the alias conversions of
+              `donkey.options.check`
     :doc      its meaning, for run-server's docstring
     :default-doc how the docs give the default, when its value (machine-dependent) cannot"
   [{:key :port :to (field 'port) :check [:int 0 65535]
@@ -90,7 +63,7 @@
    {:key :async? :to (field 'async) :check :boolean :aliases [[:ring-async?]]
     :doc "the handler is a 3-arity async handler"}
    {:key :event-loops :to (field 'eventLoops) :check [:int 1 1024]
-    :aliases [[:selector-threads unless-minus-1]] :default-doc "one per core"
+    :aliases [[:selector-threads :unless-minus-1]] :default-doc "one per core"
     :doc "event loops, one server each"}
    {:key :worker-threads :to (field 'workerThreads) :check [:int 1 100000]
     :aliases [[:max-threads] [:thread] [:n-threads] [:n-max-threads]]
@@ -107,7 +80,7 @@
     :doc (str "sync requests that may wait for a worker once :worker-threads are busy; more "
               "get 503 at once; 0 for no bound. No effect with :virtual-threads?")}
    {:key :virtual-threads? :to (field 'virtualThreads) :check :boolean
-    :aliases [[:allow-virtual? allow-virtual]]
+    :aliases [[:allow-virtual? :allow-virtual]]
     :doc (str "run sync handlers on virtual threads (reused, no limit on their number); needs "
               "Java 21+ and fails at start-up on an older JVM")}
    {:key :daemon? :to (field 'daemon) :check :boolean
@@ -158,7 +131,7 @@
     :doc (str "ms after which a non-blocking handler still holding its event loop is logged, "
               "naming the route; 0 for none")}
    {:key :server-header :to (field 'serverHeader) :check :string-or-nil :nil :kept
-    :aliases [[:send-server-version? server-version]]
+    :aliases [[:send-server-version? :server-version]]
     :doc "value of the Server header, nil for none"}
    {:key :send-date-header? :to (field 'sendDateHeader) :check :boolean
     :doc "false: no Date header on any response"}
@@ -305,139 +278,12 @@
   #{:acceptor-threads :response-header-size :queue-type :worker-name-prefix :prefix
     :legacy-return-value? :legacy-content-length?})
 
-(def ^:private pool-keys
+(def pool-keys
   "http-kit's worker-pool options, which it also takes in a :pool-opts map."
   [:thread :n-threads :n-min-threads :n-max-threads :queue-size :queue-type :prefix
    :worker-name-prefix :allow-virtual?])
-
-(def ^:private aliases
-  "Every alias as [alias option convert], in table order."
-  (vec (for [{k :key as :aliases} table
-             [alias convert] as]
-         [alias k (or convert (fn [_ v] v))])))
-
-(def ^:private by-key (into {} (map (juxt :key identity)) table))
-
-(defn- problem
-  "Why `v` fails `check`, as what it must be, or nil when it passes. An :int bound that is an
-  option names that option's value in `resolved`."
-  [check v resolved]
-  (let [[kind a b] (if (vector? check) check [check])]
-    (case kind
-      :any nil
-      :boolean (when-not (boolean? v) "true or false")
-      :string (when-not (string? v) "a string")
-      :string-or-nil (when-not (or (nil? v) (string? v)) "a string or nil")
-      :strings-or-nil (when-not (or (nil? v)
-                                    (and (coll? v) (not (map? v)) (every? string? v)))
-                        "a collection of strings or nil")
-      :fn-or-nil (when-not (or (nil? v) (ifn? v)) (str "a function " a))
-      :keystore (when-not (or (nil? v) (string? v) (instance? java.security.KeyStore v))
-                  "a path or a java.security.KeyStore")
-      :paths (when-not (or (nil? v) (string? v)
-                           (and (vector? v) (seq v) (every? string? v)))
-               "a path or a vector of paths")
-      :strings (when-not (or (nil? v) (and (sequential? v) (every? string? v)))
-                 "a vector of strings")
-      :ssl-context (when-not (or (nil? v) (instance? javax.net.ssl.SSLContext v))
-                     "a javax.net.ssl.SSLContext")
-      :one-of (when-not (contains? (set (rest check)) v)
-                (str "one of " (str/join ", " (rest check))))
-      :int (let [hi (if (keyword? b) (get resolved b) b)]
-             (when-not (and (integer? v) (<= a v hi))
-               (str "an integer in " a ".." hi))))))
-
-(defn- must-be
-  "Fails, naming the option `k`, when `v` does not pass `check`."
-  [k check v resolved]
-  (when-let [p (problem check v resolved)]
-    (fail (str k " must be " p ", got " (pr-str v)))))
-
-(defn- given
-  "The options `opts` sets: without nil values (nil means the default), except for the
-  options whose nil is a value."
-  [opts]
-  (into {} (filter (fn [[k v]] (or (some? v) (= :kept (:nil (by-key k)))))) opts))
-
-(defn- resolve-aliases
-  "`opts` with every alias replaced by the option it names, and ::from, a map from each option
-  set through an alias to that alias (for messages). Fails when two names of one option
-  disagree."
-  [opts]
-  (let [sources (reduce (fn [acc [alias k convert]]
-                          (if (contains? opts alias)
-                            (let [raw (get opts alias)
-                                  v (convert alias raw)]
-                              (if (= v ::none) acc (update acc k (fnil conj []) [alias v raw])))
-                            acc))
-                        (into {} (map (fn [[k v]] [k [[k v v]]])) opts)
-                        aliases)]
-    (reduce-kv (fn [m k srcs]
-                 (when (< 1 (count (distinct (map second srcs))))
-                   (fail (str "options naming one setting disagree: "
-                              (str/join ", " (map (fn [[a _ raw]] (str a " " (pr-str raw))) srcs))
-                              "; give one")))
-                 (let [[from v] (first srcs)]
-                   (cond-> (assoc m k v)
-                     (not= from k) (assoc-in [::from k] from))))
-               {}
-               (apply dissoc sources (map first aliases)))))
 
 (defn default-of
   "`entry`'s default: its field's value in `cfg`, a fresh ServerConfig, or its :default."
   [entry ^ServerConfig cfg]
   (if-let [get-field (:get (:to entry))] (get-field cfg) (:default entry)))
-
-(def ^:private known
-  "Every name run-server reads, whatever it does with it."
-  (into #{:pool-opts} (concat (map :key table) (map first aliases) (keys refused) without-effect)))
-
-(defn- check-names!
-  "Fails on a key of `opts` that is close to a name run-server reads
-  (`donkey.options.spelling/suggestion`). The distance code loads only for a key that is not
-  a known name: a start with known options alone does not compile it."
-  [opts where]
-  (doseq [k (keys opts)
-          :when (not (contains? known k))]
-    (when-let [meant ((requiring-resolve 'donkey.options.spelling/suggestion) known k)]
-      (fail (str "unknown option " k where "; did you mean " meant "? (other unknown keys are "
-                 "ignored; this one looks like a misspelling)")))))
-
-(defn configure!
-  "Checks `opts`, run-server's option map, and sets `cfg`, a fresh ServerConfig, from it:
-  keys that look like misspelt options and refused options fail; :pool-opts and aliases are
-  resolved; then every option of the table, given or its default, is checked and set. Other
-  unknown options are ignored. Returns `cfg`."
-  ^ServerConfig [^ServerConfig cfg opts]
-  (check-names! opts "")
-  (when (map? (:pool-opts opts)) (check-names! (:pool-opts opts) " in :pool-opts"))
-  (doseq [[k [reason ok?]] refused
-          :let [v (get opts k)]
-          :when (not ((or ok? #(or (nil? %) (false? %))) v))]
-    (fail (str k " is not supported: " reason)))
-  (let [pool-opts (:pool-opts opts)
-        _ (when-not (or (nil? pool-opts) (map? pool-opts))
-            (fail (str ":pool-opts must be a map, got " (pr-str pool-opts))))
-        ;; as http-kit: a :pool-opts map replaces the top-level pool options
-        opts (if pool-opts
-               (merge (apply dissoc opts pool-keys) (select-keys pool-opts pool-keys))
-               opts)
-        opts (resolve-aliases (given opts))
-        resolved (into {} (for [{k :key :as e} table]
-                            [k (if (contains? opts k) (get opts k) (default-of e cfg))]))]
-    (doseq [{k :key :keys [check to]} table
-            :let [v (get resolved k)]]
-      (must-be (get-in opts [::from k] k) check v resolved)
-      (when to ((:set to) cfg v)))
-    (when (and (.virtualThreads cfg) (< (.feature (Runtime/version)) 21))
-      (fail (str (get-in opts [::from :virtual-threads?] :virtual-threads?)
-                 " needs Java 21 or later; this JVM is " (Runtime/version))))
-    ;; as ring-jetty: an :ssl-port turns TLS on, whatever :ssl? says
-    (when (contains? opts :ssl-port) (set! (.ssl cfg) true))
-    cfg))
-
-(defn join?
-  "Whether run-server waits for the server to stop, from `opts` as given (:join? has no alias
-  and nothing to check)."
-  [opts]
-  (get opts :join? (:default (by-key :join?))))

@@ -2,9 +2,10 @@
   "Start and stop a donkey HTTP server: a drop-in for `ring.adapter.jetty/run-jetty`.
 
   The whole per-request path runs in the Java kernel (`donkey.kernel.*`, `donkey.ring.*`);
-  this namespace has the options checked once, at start-up (by `donkey.options`), and gets out
-  of the way."
+  this namespace has the options checked once, at start-up (by `donkey.options.check`), and
+  gets out of the way."
   (:require [donkey.options :as options :refer [fail]]
+            [donkey.options.check :as check]
             [donkey.routes :as routes])
   (:import (clojure.lang IFn)
            (donkey.kernel Server ServerConfig)))
@@ -80,7 +81,7 @@
   (when-not (or (map? handler) (ifn? handler))
     (fail (str "handler must be a function or a route-table map, got " (pr-str handler))))
   (when-not (or (nil? opts) (map? opts)) (fail (str "options must be a map, got " (pr-str opts))))
-  (let [cfg (options/configure! (ServerConfig.) opts)]
+  (let [cfg (check/configure! (ServerConfig.) opts)]
     (if (map? handler)
       (set-routes! cfg handler)
       (set! (.handler cfg) ^IFn handler))
@@ -282,7 +283,7 @@
                              ;; the kernel's TLS checks name the option; say whose argument
                              ;; it was
                              (catch IllegalArgumentException e (fail (ex-message e) e)))]
-     (when (options/join? opts)
+     (when (check/join? opts)
        (.await server))
      server)))
 
@@ -305,7 +306,7 @@
   [^Server server opts]
   (binding [options/*caller* "donkey.server/reload-ssl!"]
     (when-not (map? opts) (fail (str "options must be a map, got " (pr-str opts))))
-    (let [cfg (options/configure! (ServerConfig.) (select-keys opts tls-options))]
+    (let [cfg (check/configure! (ServerConfig.) (select-keys opts tls-options))]
       (try (.reloadTls server cfg)
            (catch IllegalArgumentException e (fail (ex-message e) e)))
       nil)))

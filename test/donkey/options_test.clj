@@ -5,6 +5,7 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [donkey.options :as options]
+            [donkey.options.check :as check]
             [donkey.options.doc :as options-doc]
             [donkey.server :as server]
             [donkey.test-util :as u :refer [with-server GET raw]])
@@ -446,9 +447,9 @@
         (is (some? check) "a check")
         (is (or (some? to) (= :join? k)) "a field, but for :join?, which run-server reads")
         (is (not (str/blank? doc)) "a meaning")
-        (let [v (#'options/default-of e fresh)]
+        (let [v (options/default-of e fresh)]
           (is (or (some? v) (no-default k)) "a default")
-          (is (nil? (#'options/problem check v {:worker-threads (.workerThreads fresh)}))
+          (is (nil? (#'check/problem check v {:worker-threads (.workerThreads fresh)}))
               (str "the default " (pr-str v) " passes the check")))))
     (testing "an :int bound naming an option names one checked before it"
       (doseq [[i {:keys [check]}] (map-indexed vector options/table)
@@ -583,5 +584,6 @@
 (deftest the-options-namespace-has-no-reflection
   (let [err (java.io.StringWriter.)]
     (binding [*err* err *warn-on-reflection* true]
-      (require 'donkey.options :reload))
+      (doseq [ns '[donkey.options donkey.options.check donkey.options.doc]]
+        (require ns :reload)))
     (is (not (re-find #"Reflection warning" (str err))) (str err))))

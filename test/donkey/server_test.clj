@@ -120,7 +120,8 @@
 (deftest zero-reflection-warnings
   (let [err (java.io.StringWriter.)]
     (binding [*err* err *warn-on-reflection* true]
-      (doseq [ns '[donkey.server donkey.options donkey.options.spelling donkey.options.doc donkey.routes
+      (doseq [ns '[donkey.server donkey.options donkey.options.spelling donkey.options.check donkey.options.doc
+                   donkey.routes
                    donkey.stream donkey.middleware.errors donkey.middleware.options
                    donkey.middleware.params
                    donkey.middleware.json donkey.middleware.multipart donkey.example]]

@@ -8,7 +8,7 @@
             [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures]]
-            [donkey.options]
+            [donkey.options.check]
             [donkey.server :as server]
             [donkey.test-pki :as test-pki :refer [load-store pass path run-server]])
   (:import (donkey.kernel Server ServerConfig)
@@ -789,7 +789,7 @@
   (doseq [[what opts] [["PEM files" {:ssl-cert (first (:pem-one pki)) :ssl-key (second (:pem-one pki))}]
                        ["a key store" {:keystore (:p12 pki) :key-password pass}]]]
     (testing what
-      (let [cfg (doto (ServerConfig.) (donkey.options/configure! (assoc opts :ssl? true)))
+      (let [cfg (doto (ServerConfig.) (donkey.options.check/configure! (assoc opts :ssl? true)))
             m (doto (.getDeclaredMethod (Class/forName "donkey.kernel.KeyMaterial") "keyManagers"
                                         (into-array Class [ServerConfig]))
                 (.setAccessible true))
