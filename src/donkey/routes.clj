@@ -76,7 +76,7 @@
             ^IFn (wrap-middleware handler (concat server-middleware middleware))
             (if (= :non-blocking handler-mode) Route$Mode/NON_BLOCKING Route$Mode/BLOCKING))))
 
-(defn compile-routes
+(defn ^:no-doc compile-routes
   "Validates `routes` and compiles them into a donkey.route.Router. `server-middleware` wraps
   every route's handler, outside the route's own :middleware. Throws IllegalArgumentException
   naming the route for an invalid route or two routes that would serve the same requests."

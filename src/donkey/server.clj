@@ -314,7 +314,8 @@
 (defn stop
   "Stops `server`: stops accepting connections, lets in-flight requests finish for up to
   `:shutdown-timeout` ms (or `:timeout` ms when given), then closes connections and releases
-  every thread it started. Idempotent. Blocks; do not call it from an event loop."
+  every thread it started. Idempotent. Returns nil. Blocks; do not call it from an event
+  loop."
   ([^Server server]
    (.stop server)
    nil)

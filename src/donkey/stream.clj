@@ -52,7 +52,7 @@
   (.send ch data))
 
 (defn close!
-  "Ends the response. Idempotent."
+  "Ends the response. Idempotent. Returns nil."
   [^ResponseChannel ch]
   (.close ch))
 
@@ -67,13 +67,13 @@
   (.writable ch))
 
 (defn on-drain
-  "Calls `f` (no arguments) once what was queued has been written out."
+  "Calls `f` (no arguments) once what was queued has been written out. Returns nil."
   [^ResponseChannel ch f]
   (.onDrain ch ^IFn f))
 
 (defn on-close
   "Calls `f` (no arguments) once, when the channel closes for any reason (at once when it is
-  already closed)."
+  already closed). Returns nil."
   [^ResponseChannel ch f]
   (.onClose ch ^IFn f))
 

@@ -38,7 +38,8 @@
   not wait, it throws instead); it throws IOException when the socket is closed. With
   `succeed` (`(fn [])`) and `fail` (`(fn [throwable])`) it never waits: one of them is called
   once, `succeed` when the message has been written, `fail` when it cannot be (at once, on the
-  calling thread, when the socket is closed or the queue is over its bound). Any thread."
+  calling thread, when the socket is closed or the queue is over its bound). Returns nil. Any
+  thread."
   ([^WebSocket socket message]
    (.send socket message))
   ([^WebSocket socket message succeed fail]
@@ -46,13 +47,13 @@
 
 (defn ping
   "Sends a ping on `socket`, with `data` (a ByteBuffer or byte[] of at most 125 bytes). Waits
-  and throws as `send` does. Any thread."
+  and throws as `send` does. Returns nil. Any thread."
   ([socket] (ping socket nil))
   ([^WebSocket socket data]
    (.ping socket (byte-buffer data))))
 
 (defn pong
-  "Sends an unsolicited pong on `socket`, as `ping`. Any thread."
+  "Sends an unsolicited pong on `socket`, as `ping`. Returns nil. Any thread."
   ([socket] (pong socket nil))
   ([^WebSocket socket data]
    (.pong socket (byte-buffer data))))
@@ -61,7 +62,7 @@
   "Starts the close handshake of `socket`: code 1000 and \"Normal Closure\", or `code` and
   `reason` (at most 123 bytes of UTF-8). From the call on `open?` is false and nothing can be
   sent, before the close frame has gone out; the connection closes when the client answers, or
-  5 s later. Never waits; any thread."
+  5 s later. Returns nil. Never waits; any thread."
   ([socket] (close socket 1000 "Normal Closure"))
   ([^WebSocket socket code reason]
    (.close socket (int code) (str reason))))

@@ -9,9 +9,9 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [donkey.h2-client :as h2]
+            [donkey.scope :as scope]
             [donkey.server :as server])
-  (:import (donkey.kernel RequestScope)
-           (java.io ByteArrayInputStream File)
+  (:import (java.io ByteArrayInputStream File)
            (java.net URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers
                           HttpResponse HttpResponse$BodyHandlers)
@@ -213,7 +213,7 @@
         held (promise)]
     (with-h2c [port (fn [req respond _]
                       (if (= "/wait" (:uri req))
-                        (do (RequestScope/atEnd (fn [] (deliver over true)))
+                        (do (scope/at-end! (fn [] (deliver over true)))
                             (deliver held respond)
                             (.countDown started))
                         (respond {:status 200 :body "ok"})))

@@ -1,9 +1,9 @@
 (ns donkey.request-scope-test
-  "donkey.kernel.RequestScope: work tied to a request served by a non-blocking handler, on real
-  servers."
+  "donkey.scope (on donkey.kernel.RequestScope): work tied to a request served by a
+  non-blocking handler, on real servers."
   (:require [clojure.test :refer [deftest is testing]]
-            [donkey.test-util :as u :refer [with-server]])
-  (:import (donkey.kernel RequestScope)))
+            [donkey.scope :as scope]
+            [donkey.test-util :as u :refer [with-server]]))
 
 (set! *warn-on-reflection* true)
 
@@ -11,13 +11,13 @@
 
 (deftest outside-a-non-blocking-handler-nothing-is-registered
   (let [ran (atom 0)]
-    (is (false? (RequestScope/atEnd #(swap! ran inc))))
-    (is (false? (RequestScope/offload #(swap! ran inc) #(swap! ran inc))))
-    (is (false? (RequestScope/isOver)))
+    (is (false? (scope/at-end! #(swap! ran inc))))
+    (is (false? (scope/offload! #(swap! ran inc) #(swap! ran inc))))
+    (is (false? (scope/over?)))
     (with-server (fn [_]
                    {:status 200
-                    :body (pr-str [(RequestScope/atEnd #(swap! ran inc))
-                                   (RequestScope/offload #(swap! ran inc) #(swap! ran inc))])})
+                    :body (pr-str [(scope/at-end! #(swap! ran inc))
+                                   (scope/offload! #(swap! ran inc) #(swap! ran inc))])})
       {}
       (is (= "[false false]" (:body (u/GET "/"))) "a sync handler runs on a worker: declined"))
     (is (zero? @ran))))
@@ -25,7 +25,7 @@
 (deftest at-end-runs-once-the-response-is-sent
   (let [ran (promise)]
     (with-server (fn [_ respond _]
-                   (respond {:status 200 :body (str (RequestScope/atEnd #(deliver ran (thread-name))))}))
+                   (respond {:status 200 :body (str (scope/at-end! #(deliver ran (thread-name))))}))
       {:async? true}
       (is (= "true" (:body (u/GET "/"))))
       (is (re-find #"eventloop" (str (deref ran 2000 :not-run)))))))
@@ -34,10 +34,10 @@
   (with-server (fn [_ respond _]
                  (let [loop-thread (thread-name)
                        worker (volatile! nil)]
-                   (RequestScope/offload
+                   (scope/offload!
                     #(vreset! worker (thread-name))
                     #(respond {:status 200
-                               :body (pr-str [loop-thread @worker (thread-name) (RequestScope/isOver)])}))))
+                               :body (pr-str [loop-thread @worker (thread-name) (scope/over?)])}))))
     {:async? true}
     (let [[loop-thread worker resumed over?] (read-string (:body (u/GET "/")))]
       (is (re-find #"eventloop" loop-thread))
@@ -49,13 +49,13 @@
   (testing "blocking throws: then is skipped, the request gets 500"
     (let [then-ran (atom false)]
       (with-server (fn [_ _ _]
-                     (RequestScope/offload #(throw (ex-info "disk full" {})) #(reset! then-ran true)))
+                     (scope/offload! #(throw (ex-info "disk full" {})) #(reset! then-ran true)))
         {:async? true}
         (is (= 500 (:status (u/GET "/"))))
         (is (false? @then-ran)))))
   (testing "then throws: 500"
     (with-server (fn [_ _ _]
-                   (RequestScope/offload #(do) #(throw (ex-info "bad" {}))))
+                   (scope/offload! #(do) #(throw (ex-info "bad" {}))))
       {:async? true}
       (is (= 500 (:status (u/GET "/")))))))
 
@@ -65,11 +65,11 @@
   (let [seen (promise)
         released (promise)]
     (with-server (fn [_ respond _]
-                   (RequestScope/offload
+                   (scope/offload!
                     #(Thread/sleep 600)
                     (fn []
-                      (let [over? (RequestScope/isOver)]
-                        (RequestScope/atEnd #(deliver released true))
+                      (let [over? (scope/over?)]
+                        (scope/at-end! #(deliver released true))
                         (deliver seen over?)
                         (when-not over? (respond {:status 200 :body "late"}))))))
       {:async? true :request-timeout 200}
@@ -81,7 +81,7 @@
   ;; for end-of-request work that blocks (deleting an upload's temp files)
   (let [ran (promise)]
     (with-server (fn [_ respond _]
-                   (respond {:status 200 :body (str (RequestScope/atEndOnWorker #(deliver ran (thread-name))))}))
+                   (respond {:status 200 :body (str (scope/at-end-on-worker! #(deliver ran (thread-name))))}))
       {:async? true}
       (is (= "true" (:body (u/GET "/"))))
       (is (re-find #"donkey-worker" (str (deref ran 2000 :not-run)))))))

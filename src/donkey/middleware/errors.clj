@@ -39,15 +39,15 @@
   ^ExceptionInfo [status ^String message cause]
   (ex-info message {:type :donkey.middleware/bad-input :status status} cause))
 
-(defn refusal
+(defn ^:no-doc refusal
   "The bad-input exception for `e`, a codec's exception for input it refuses (a
   `donkey.codec.BadInput`): its status, its answer as the message, `e` as the cause."
   ^ExceptionInfo [^BadInput e]
   (bad-input (.status e) (.answer e) e))
 
-(defmacro refusing
-  "Evaluates `body`; a codec's exception for refused input (any `donkey.codec.BadInput`)
-  leaves as its `refusal`, every other exception as it is."
+(defmacro ^:no-doc refusing
+  "Evaluates `body` and returns its value; a codec's exception for refused input (any
+  `donkey.codec.BadInput`) leaves as its `refusal`, every other exception as it is."
   [& body]
   `(try
      ~@body
@@ -72,7 +72,7 @@
   ([request] (answer request))
   ([request respond _raise] (respond (answer request))))
 
-(defn error-handler-option
+(defn ^:no-doc error-handler-option
   "The `:error-handler` of `opts`, checked once when a middleware is built: `fname` names the
   middleware in the IllegalArgumentException of a value that is not a function."
   [fname opts]

@@ -252,6 +252,9 @@
 
 (deftype JsonStreamBody [body ^JsonWriter writer])
 
+;; the type's positional factory is the middleware's own plumbing
+(alter-meta! #'->JsonStreamBody assoc :no-doc true)
+
 (defn- streamable!
   "Makes JsonStreamBody satisfy ring-core's StreamableResponseBody (the servers' protocol for
   bodies that write themselves), loading ring-core's protocols, which donkey does not depend

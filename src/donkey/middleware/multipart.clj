@@ -39,11 +39,11 @@
   - multipart/form-data is recognised in any case and with parameters (RFC 9110); Ring
     compares the media type case-sensitively."
   (:require [donkey.middleware.errors :as errors]
-            [donkey.middleware.options :as opt])
+            [donkey.middleware.options :as opt]
+            [donkey.scope :as scope])
   (:import (clojure.lang ExceptionInfo IFn)
            (donkey.codec ContentType Multipart Multipart$Progress MultipartException
                          MultipartResult)
-           (donkey.kernel RequestScope)
            (java.io File FileInputStream InputStream)
            (java.nio.charset Charset)))
 
@@ -304,8 +304,8 @@
                     ;; under donkey the kernel deletes the files once the request is over,
                     ;; on a worker: after the response is sent, and also when the handler
                     ;; never answers (a timeout) or the client goes away
-                    (if (RequestScope/atEndOnWorker #(.deleteTempFiles r))
-                      (when-not (RequestScope/isOver)
+                    (if (scope/at-end-on-worker! #(.deleteTempFiles r))
+                      (when-not (scope/over?)
                         (handler (add-params request (.params r)) respond raise))
                       (try
                         (handler (add-params request (.params r))
@@ -322,7 +322,7 @@
             ;; then on the event loop as before, so a body of many small file parts does not
             ;; hold the loop in file-system calls
             (let [result (volatile! nil)]
-              (when-not (RequestScope/offload #(vreset! result (parse-or-throwable parse request))
-                                              #(continue @result))
+              (when-not (scope/offload! #(vreset! result (parse-or-throwable parse request))
+                                        #(continue @result))
                 (continue (parse-or-throwable parse request))))
             (continue nil))))))))
