@@ -7,7 +7,7 @@
   to donkey: nothing here is public API. Long because the table is: one entry per option,
   each with its doc."
   {:no-doc true}
-  (:import (donkey.kernel ServerConfig)))
+  (:import (donkey.kernel.config ServerConfig)))
 
 (set! *warn-on-reflection* true)
 
@@ -142,7 +142,7 @@
     :aliases [[:legacy-unsafe-remote-addr?]]
     :doc (str "take :remote-addr from X-Forwarded-For when present, not from the socket "
               "peer; only behind a proxy you trust")}
-   ;; TLS: the files are read and checked by the kernel (donkey.kernel.TlsOptions) at start-up
+   ;; TLS: the files are read and checked by the kernel (donkey.kernel.tls.TlsOptions) at start-up
    {:key :ssl? :to (field 'ssl) :check :boolean
     :doc (str "serve HTTPS on :ssl-port, beside HTTP on :port unless :http? is false; giving "
               ":ssl-port turns it on too (as with ring-jetty)")}

@@ -8,7 +8,8 @@
             [donkey.options.check :as check]
             [donkey.routes :as routes])
   (:import (clojure.lang IFn)
-           (donkey.kernel Server ServerConfig)))
+           (donkey.kernel Server)
+           (donkey.kernel.config ServerConfig)))
 
 (set! *warn-on-reflection* true)
 

@@ -9,7 +9,8 @@
             [donkey.options.doc :as options-doc]
             [donkey.server :as server]
             [donkey.test-util :as u :refer [with-server GET raw]])
-  (:import (donkey.kernel Server ServerConfig)
+  (:import (donkey.kernel Server)
+           (donkey.kernel.config ServerConfig)
            (io.vertx.core Vertx)
            (java.io ByteArrayInputStream InputStream)
            (java.net Socket)

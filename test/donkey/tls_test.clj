@@ -11,7 +11,8 @@
             [donkey.options.check]
             [donkey.server :as server]
             [donkey.test-pki :as test-pki :refer [load-store pass path run-server]])
-  (:import (donkey.kernel Server ServerConfig)
+  (:import (donkey.kernel Server)
+           (donkey.kernel.config ServerConfig)
            (io.netty.handler.ssl OpenSsl)
            (java.io ByteArrayOutputStream File IOException InputStream OutputStream)
            (java.net InetSocketAddress Socket SocketTimeoutException URI)
@@ -790,7 +791,7 @@
                        ["a key store" {:keystore (:p12 pki) :key-password pass}]]]
     (testing what
       (let [cfg (doto (ServerConfig.) (donkey.options.check/configure! (assoc opts :ssl? true)))
-            m (doto (.getDeclaredMethod (Class/forName "donkey.kernel.KeyMaterial") "keyManagers"
+            m (doto (.getDeclaredMethod (Class/forName "donkey.kernel.tls.KeyMaterial") "keyManagers"
                                         (into-array Class [ServerConfig]))
                 (.setAccessible true))
             ^KeyManagerFactory kmf (.invoke m nil (object-array [cfg]))

@@ -1,12 +1,12 @@
 (ns donkey.workers-test
-  "The worker pool that runs sync handlers (donkey.kernel.WorkerPool) and the batched hand-back
+  "The worker pool that runs sync handlers (donkey.kernel.workers.WorkerPool) and the batched hand-back
   of their responses (donkey.kernel.Outbox): only as many workers as cores run while they keep
   up, but blocked workers never hold up other requests, :worker-threads is a hard limit, and a
   pipelined response is never held long behind a slow handler."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [donkey.test-util :as u :refer [with-server GET]])
-  (:import (donkey.kernel OsThreads OsThreads$Stat WorkerPool)
+  (:import (donkey.kernel.workers OsThreads OsThreads$Stat WorkerPool)
            (java.io InputStream OutputStream)
            (java.net Socket)
            (java.nio.charset StandardCharsets)
@@ -386,7 +386,7 @@
       (is (str/ends-with? resp "tail") "only the last response has a body"))))
 
 (defn- platform-pool
-  "A donkey.kernel.WorkerPool of at most `max` daemon platform threads, one kept running
+  "A donkey.kernel.workers.WorkerPool of at most `max` daemon platform threads, one kept running
   while they keep up, a 1 ms stall period and a `keep-alive-ms` keep-alive."
   ^WorkerPool [max keep-alive-ms]
   (let [factory (reify java.util.concurrent.ThreadFactory
@@ -395,7 +395,7 @@
                  (long (* keep-alive-ms 1000000)))))
 
 (defn- pool-keep-alive
-  "Exercises a donkey.kernel.WorkerPool of daemon platform threads with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
+  "Exercises a donkey.kernel.workers.WorkerPool of daemon platform threads with a `keep-alive-ms` keep-alive: `n` tasks blocked at once get `n` threads; once
   released and idle for the keep-alive, every thread ends; then the pool runs a new task.
   Returns {:grown :idle-states :left :after}: the thread count with the tasks blocked, the
   states of the idle threads shortly after release, the count after the keep-alive, and what
@@ -486,7 +486,7 @@
         (.shutdownNow pool)))))
 
 (defn- os-stat-fns
-  "donkey.kernel.OsThreads: returns [self running? close] as functions, `self` to be called
+  "donkey.kernel.workers.OsThreads: returns [self running? close] as functions, `self` to be called
   on the thread it describes."
   []
   [#(OsThreads/self)

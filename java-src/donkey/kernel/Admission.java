@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.config.ServerConfig;
 import donkey.ring.RequestMap;
 import donkey.route.Route;
 import donkey.route.Router;
@@ -54,8 +55,7 @@ final class Admission {
       bad = "Bad Request: malformed request";
     }
     if (bad != null) {
-      x.claim();
-      ErrorAnswers.closeWith(x, check.status, bad);
+      x.refuse(check.status, bad);
       return;
     }
     // the client's last request (RFC 9112 9.6): no request read behind it is served, and the
@@ -81,10 +81,8 @@ final class Admission {
       }
       long length = unframed ? RequestBody.CHUNKED : RequestBody.length(cl, te);
       if (length == RequestBody.REFUSED) {
-        x.claim();
-        ErrorAnswers.closeWith(x, 400,
-            te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
-                : "Bad Request: invalid Content-Length");
+        x.refuse(400, te != null ? "Bad Request: unsupported or ambiguous Transfer-Encoding"
+            : "Bad Request: invalid Content-Length");
         return;
       }
       // (HTTP/2 has no upgrade: there the header makes the request malformed)
@@ -102,7 +100,7 @@ final class Admission {
       // a bug of the kernel's, on input it should have refused: the request still gets an
       // answer, and the connection no further requests
       LOG.log(Level.ERROR, "the request " + x.where() + " failed before its handler ran", e);
-      if (x.claim()) ErrorAnswers.closeWith(x, 500, ErrorAnswers.ERROR_500);
+      x.refuse(500, ErrorAnswers.ERROR_500);
     }
   }
 
@@ -136,7 +134,7 @@ final class Admission {
       x.async = false;
       return true;
     }
-    x.claim();
+    if (!x.claim()) return false;
     if (m.allow != null) x.response().putHeader(HttpHeaders.ALLOW, m.allow);
     if (hasBody) {
       ErrorAnswers.closeWith(x, m.status, m.message);

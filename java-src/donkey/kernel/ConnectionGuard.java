@@ -1,5 +1,8 @@
 package donkey.kernel;
 
+import donkey.kernel.config.ServerConfig;
+import donkey.kernel.internals.ConnectionCount;
+import donkey.kernel.internals.VertxInternals;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.net.SocketAddress;
@@ -110,7 +113,7 @@ final class ConnectionGuard {
   static long sweepPeriodMs(ServerConfig config) {
     long shortest = Long.MAX_VALUE;
     for (long t : new long[] {config.headerTimeoutMs, config.requestTimeoutMs,
-        config.asyncTimeoutMs(), config.idleTimeoutMs, config.bodyTimeoutMs}) {
+        config.resolvedAsyncTimeoutMs(), config.idleTimeoutMs, config.bodyTimeoutMs}) {
       if (t > 0) shortest = Math.min(shortest, t);
     }
     return Math.max(50, Math.min(1000, shortest / 4));
@@ -240,7 +243,7 @@ final class ConnectionGuard {
     if (s.current == e) s.current = null;
     if (s.streams != null) s.streams.remove(e);
     s.idleSince = UNSTAMPED;
-    if (s.input != null) s.readsAtEnd = s.input.count;
+    if (s.input != null) s.readsAtEnd = s.input.count();
     // (a pipelined request read before the client's end has started by now, see above)
     if (s.inputShut) closeIfDone(e.connection(), s);
   }
@@ -331,7 +334,7 @@ final class ConnectionGuard {
 
     Sweep(ServerConfig config) {
       requestLimit = Durations.nanos(config.requestTimeoutMs);
-      asyncLimit = Durations.nanos(config.asyncTimeoutMs());
+      asyncLimit = Durations.nanos(config.resolvedAsyncTimeoutMs());
       idleLimit = Durations.nanos(config.idleTimeoutMs);
       waitLimit = shorter(Durations.nanos(config.headerTimeoutMs), idleLimit);
       bodyLimit = shorter(Durations.nanos(config.bodyTimeoutMs), idleLimit);
@@ -354,7 +357,7 @@ final class ConnectionGuard {
       if (s.started == 0 || s.input == null) {
         return waitLimit > 0 && now - s.idleSince > waitLimit;
       }
-      if (s.input.count != s.readsAtEnd) {
+      if (s.input.count() != s.readsAtEnd) {
         if (s.headSince == 0) {
           s.headSince = now;
           return false;

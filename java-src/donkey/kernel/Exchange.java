@@ -3,6 +3,8 @@ package donkey.kernel;
 import clojure.lang.AFn;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
+import donkey.kernel.config.ServerConfig;
+import donkey.kernel.workers.WorkerPool;
 import donkey.ring.RequestMap;
 import donkey.ring.ResponseMap;
 import donkey.ring.ResponseWriter;
@@ -147,6 +149,19 @@ final class Exchange extends AFn
   /** Any thread: claims the answer; false when the request was already answered. */
   boolean claim() {
     return ANSWERED.compareAndSet(this, 0, 1);
+  }
+
+  /**
+   * Event loop: claims the answer, then sends {@code status} with {@code reason} as a short
+   * text body and closes the connection after it (the stream alone on HTTP/2); nothing when
+   * the request has been answered already.
+   *
+   * @return true when this call answered
+   */
+  boolean refuse(int status, String reason) {
+    if (!claim()) return false;
+    ErrorAnswers.closeWith(this, status, reason);
+    return true;
   }
 
   /** True once the request has been answered. */

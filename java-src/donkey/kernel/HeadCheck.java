@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.internals.VertxInternals;
 import donkey.ring.HeaderLines;
 import donkey.ring.RequestMap;
 import io.netty.util.AsciiString;

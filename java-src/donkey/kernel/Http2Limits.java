@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.config.ServerConfig;
 import io.vertx.core.http.Http2Settings;
 
 /**

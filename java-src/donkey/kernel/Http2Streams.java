@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.internals.VertxInternals;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.net.HostAndPort;

@@ -1,5 +1,7 @@
 package donkey.kernel;
 
+import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.workers.WorkerPool;
 import io.netty.channel.EventLoop;
 import io.vertx.core.http.HttpConnection;
 import java.lang.System.Logger.Level;

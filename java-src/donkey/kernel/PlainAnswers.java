@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.internals.VertxInternals;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;

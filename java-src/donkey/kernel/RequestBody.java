@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.config.ServerConfig;
 import donkey.ring.BodyBuffer;
 import donkey.ring.BodyInputStream;
 import io.vertx.core.http.HttpServerRequest;
@@ -75,10 +76,9 @@ final class RequestBody {
     long limit = async ? Math.min(cfg.maxBodySize, BodyBuffer.MAX) : cfg.maxBodySize;
     RequestBody b = new RequestBody(x, req);
     if (length > limit) {
-      x.claim();
       if (length - limit > DRAIN_LIMIT) {
-        ErrorAnswers.closeWith(x, 413, "Payload Too Large");
-      } else {
+        x.refuse(413, "Payload Too Large");
+      } else if (x.claim()) {
         b.reject(413, "Payload Too Large");
       }
       return null;
@@ -115,8 +115,11 @@ final class RequestBody {
       if (rejected) return;
       if (!b.append(chunk)) {
         buffered = null;
-        exchange.claim();
-        reject(413, "Payload Too Large");
+        if (exchange.claim()) {
+          reject(413, "Payload Too Large");
+        } else {
+          rejected = true;
+        }
       }
     });
     req.endHandler(v -> {

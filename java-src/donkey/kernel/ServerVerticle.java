@@ -1,5 +1,12 @@
 package donkey.kernel;
 
+import donkey.kernel.config.ServerConfig;
+import donkey.kernel.internals.ConnectionCount;
+import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.tls.TlsContextFactory;
+import donkey.kernel.tls.TlsOptions;
+import donkey.kernel.workers.WorkerPool;
+import donkey.kernel.workers.Workers;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;

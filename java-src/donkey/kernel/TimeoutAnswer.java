@@ -2,6 +2,7 @@ package donkey.kernel;
 
 import clojure.lang.AFn;
 import clojure.lang.IFn;
+import donkey.kernel.config.ServerConfig;
 import donkey.ring.ResponseWriter;
 import io.vertx.core.http.HttpServerResponse;
 import java.lang.System.Logger.Level;
@@ -64,7 +65,7 @@ final class TimeoutAnswer extends AFn {
     boolean async = x.async();
     IFn onTimeout = async ? cfg.asyncTimeoutHandler : null;
     LOG.log(Level.WARNING, "the handler for {0} did not respond within {1} ms; {2}", x.where(),
-        async ? cfg.asyncTimeoutMs() : cfg.requestTimeoutMs,
+        async ? cfg.resolvedAsyncTimeoutMs() : cfg.requestTimeoutMs,
         onTimeout != null ? "calling the :async-timeout-handler" : "answered 503");
     HttpServerResponse resp = x.response();
     if (resp.headWritten()) {

@@ -1,6 +1,8 @@
 package donkey.kernel;
 
 import clojure.lang.IFn;
+import donkey.kernel.config.ServerConfig;
+import donkey.kernel.workers.WorkerPool;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;

@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.workers.WorkerPool;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;

@@ -1,6 +1,9 @@
 package donkey.kernel;
 
 import clojure.lang.IFn;
+import donkey.kernel.config.ServerConfig;
+import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.workers.WorkerPool;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;

@@ -2,6 +2,8 @@ package donkey.kernel;
 
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
+import donkey.kernel.config.ServerConfig;
+import donkey.kernel.internals.VertxInternals;
 import donkey.ring.ResponseMap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;

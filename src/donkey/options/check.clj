@@ -6,7 +6,7 @@
   {:no-doc true}
   (:require [clojure.string :as str]
             [donkey.options :as options :refer [fail table refused without-effect]])
-  (:import (donkey.kernel ServerConfig)))
+  (:import (donkey.kernel.config ServerConfig)))
 
 (set! *warn-on-reflection* true)
 

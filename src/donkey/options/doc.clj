@@ -5,7 +5,7 @@
   {:no-doc true}
   (:require [clojure.string :as str]
             [donkey.options :as options])
-  (:import (donkey.kernel ServerConfig)))
+  (:import (donkey.kernel.config ServerConfig)))
 
 (set! *warn-on-reflection* true)
 

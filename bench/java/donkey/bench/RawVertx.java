@@ -132,7 +132,7 @@ public final class RawVertx {
   }
 
   /**
-   * The TLS listener's options, as donkey's kernel makes them (donkey.kernel.TlsOptions): the
+   * The TLS listener's options, as donkey's kernel makes them (donkey.kernel.tls.TlsOptions): the
    * JDK's engine or, with {@code openssl}, OpenSSL's with its session cache; TLS 1.3 and 1.2,
    * the JDK's default cipher suites that have forward secrecy and authenticated encryption, in
    * the JDK's order (on OpenSSL, those it has); ALPN only when HTTP/2 is on.
@@ -205,7 +205,7 @@ public final class RawVertx {
     return KeyCertOptions.wrap(kmf);
   }
 
-  /** donkey.kernel.TlsOptions#strong: every TLS 1.3 suite; ECDHE/DHE with GCM or ChaCha20. */
+  /** donkey.kernel.tls.TlsOptions#strong: every TLS 1.3 suite; ECDHE/DHE with GCM or ChaCha20. */
   private static boolean strong(String suite) {
     if (suite.startsWith("TLS_AES_") || suite.startsWith("TLS_CHACHA20_")) return true;
     boolean ephemeral = suite.startsWith("TLS_ECDHE_") || suite.startsWith("TLS_DHE_RSA_");

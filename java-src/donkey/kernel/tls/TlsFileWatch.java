@@ -1,5 +1,6 @@
-package donkey.kernel;
+package donkey.kernel.tls;
 
+import donkey.kernel.config.ServerConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,7 +21,7 @@ import java.util.zip.CRC32;
  * <p>Threading: the server's watchdog thread, every interval; never an event loop (it reads
  * the files, and a reload blocks).
  */
-final class TlsFileWatch {
+public final class TlsFileWatch {
   private TlsFileWatch() {}
 
   /**
@@ -28,7 +29,7 @@ final class TlsFileWatch {
    * {@code reload} with it when their contents have changed. Settings reloaded by other means
    * (a new {@code inUse()}) are watched from then on, without a reload.
    */
-  static void start(ScheduledExecutorService watchdog, int seconds, Supplier<ServerConfig> inUse,
+  public static void start(ScheduledExecutorService watchdog, int seconds, Supplier<ServerConfig> inUse,
                     Consumer<ServerConfig> reload) {
     ServerConfig[] scanned = {inUse.get()};
     long[] print = {fingerprint(scanned[0])};
@@ -47,10 +48,15 @@ final class TlsFileWatch {
         reload.accept(c);
         System.getLogger("donkey").log(System.Logger.Level.INFO,
             "donkey: the TLS files changed; new connections use them");
-      } catch (RuntimeException e) {
+      } catch (IllegalArgumentException e) {
+        // the files' own fault, said by the option it concerns
         System.getLogger("donkey").log(System.Logger.Level.WARNING,
             "donkey: the TLS files changed but cannot be used, so the previous ones stay: "
-            + (e instanceof IllegalArgumentException ? e.getMessage() : Server.rootMessage(e)));
+            + e.getMessage());
+      } catch (RuntimeException e) {
+        System.getLogger("donkey").log(System.Logger.Level.WARNING,
+            "donkey: the TLS files changed but could not be loaded, so the previous ones stay",
+            e);
       }
     }, seconds, seconds, TimeUnit.SECONDS);
   }

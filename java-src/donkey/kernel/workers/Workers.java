@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.workers;
 
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -9,7 +9,7 @@ import java.util.concurrent.TimeUnit;
  * of virtual threads on a JVM that has them. Tasks are unordered: N threads serve N slow
  * requests at once.
  */
-final class Workers {
+public final class Workers {
   private Workers() {}
 
   /** True when this JVM can start virtual threads (Java 21+). */
@@ -26,7 +26,7 @@ final class Workers {
    *
    * @throws IllegalArgumentException when {@code n < 1}
    */
-  static WorkerPool platform(int n) {
+  public static WorkerPool platform(int n) {
     return platform(n, 0, 60_000, 0);
   }
 
@@ -37,7 +37,7 @@ final class Workers {
    *
    * @throws IllegalArgumentException when {@code n < 1} or {@code maxQueued < 0}
    */
-  static WorkerPool platform(int n, int min, long idleMs, int maxQueued) {
+  public static WorkerPool platform(int n, int min, long idleMs, int maxQueued) {
     AtomicInteger ids = new AtomicInteger();
     ThreadFactory tf = r -> {
       Thread t = new Thread(r, "donkey-worker-" + ids.incrementAndGet());
@@ -58,12 +58,12 @@ final class Workers {
    *
    * @throws IllegalStateException on a JVM without virtual threads
    */
-  static WorkerPool virtual() {
+  public static WorkerPool virtual() {
     return virtual(60_000);
   }
 
   /** {@link #virtual()} whose idle threads exit after {@code idleMs} without work. */
-  static WorkerPool virtual(long idleMs) {
+  public static WorkerPool virtual(long idleMs) {
     if (!virtualThreadsAvailable()) {
       throw new IllegalStateException(
           ":virtual-threads? needs Java 21 or later; this JVM is " + Runtime.version());
@@ -90,5 +90,5 @@ final class Workers {
   }
 
   /** How long a queued request may wait for a busy pool before another thread is woken. */
-  static final long STALL_MS = 1;
+  public static final long STALL_MS = 1;
 }

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.workers;
 
 import java.io.Closeable;
 import java.io.IOException;

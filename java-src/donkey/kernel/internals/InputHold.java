@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.internals;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
@@ -19,7 +19,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
  *
  * <p>Threading: the connection's event loop.
  */
-final class InputHold extends ChannelInboundHandlerAdapter {
+public final class InputHold extends ChannelInboundHandlerAdapter {
   static final String NAME = "donkey-input-hold";
 
   private CompositeByteBuf kept;

@@ -1,16 +1,16 @@
-package donkey.kernel;
+package donkey.kernel.internals;
 
 import java.lang.System.Logger.Level;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A server's open connections against {@code :max-connections} (0: no limit), shared by every
- * event loop's {@link ConnectionGuard} and by the TLS listener's accept hook
+ * event loop's {@code ConnectionGuard} and by the TLS listener's accept hook
  * ({@link VertxInternals#countAtAccept}), so that both kinds of connection draw on one limit.
  *
  * <p>Threading: any thread (atomic); the acceptor thread and every event loop call it.
  */
-final class ConnectionCount {
+public final class ConnectionCount {
   private static final System.Logger LOG = System.getLogger("donkey");
 
   private final int max;
@@ -18,7 +18,7 @@ final class ConnectionCount {
   /** When a refusal was last logged; a racy read only lets an extra warning through. */
   private volatile long lastRefusalLog;
 
-  ConnectionCount(int max) {
+  public ConnectionCount(int max) {
     this.max = max;
   }
 
@@ -26,7 +26,7 @@ final class ConnectionCount {
    * Counts a new connection and returns true, or returns false (counting nothing) when the
    * server is at its limit; the caller then closes the connection at once.
    */
-  boolean admit() {
+  public boolean admit() {
     int n = open.incrementAndGet();
     if (max <= 0 || n <= max) return true;
     open.decrementAndGet();
@@ -39,12 +39,12 @@ final class ConnectionCount {
   }
 
   /** A connection {@link #admit} counted has closed. */
-  void release() {
+  public void release() {
     open.decrementAndGet();
   }
 
   /** Open connections of the whole server. */
-  int open() {
+  public int open() {
     return open.get();
   }
 }

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.tls;
 
 import java.net.Socket;
 import java.security.Principal;

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.tls;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;

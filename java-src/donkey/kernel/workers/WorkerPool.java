@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.workers;
 
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -156,7 +156,7 @@ public final class WorkerPool extends AbstractExecutorService {
 
   /**
    * Where workers leave finished work for another thread to pick up (an event loop's
-   * {@link Outbox}): the pool wakes it when a worker is about to park, and its monitor when
+   * {@code Outbox}): the pool wakes it when a worker is about to park, and its monitor when
    * what waits there is overdue. Any thread.
    */
   public interface HandBack {

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.tls;
 
 import io.netty.handler.ssl.ApplicationProtocolConfig;
 import io.netty.handler.ssl.ClientAuth;
@@ -32,7 +32,7 @@ import javax.net.ssl.TrustManagerFactory;
  * <p>Threading: one instance per context made, by one thread at a time: the caller's for
  * {@link TlsOptions}'s check, else whichever thread Vert.x builds a listener's context on.
  */
-final class TlsContextFactory implements SslContextFactory {
+public final class TlsContextFactory implements SslContextFactory {
   /** The JDK's engine, able to serve a given SSLContext too. */
   static final JdkSSLEngineOptions ENGINE = new Engine();
   /**
@@ -42,7 +42,7 @@ final class TlsContextFactory implements SslContextFactory {
   static final OpenSSLEngineOptions OPENSSL_ENGINE = new OpenSslEngine();
 
   /** The engine of {@code provider}: {@link SslProvider#JDK} or {@link SslProvider#OPENSSL}. */
-  static SSLEngineOptions engine(SslProvider provider) {
+  public static SSLEngineOptions engine(SslProvider provider) {
     return provider == SslProvider.OPENSSL ? OPENSSL_ENGINE : ENGINE;
   }
 

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.internals;
 
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -48,11 +48,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
  *
  * <p>Threading: as each method says; most run on the connection's event loop.
  */
-final class VertxInternals {
+public final class VertxInternals {
   private VertxInternals() {}
 
   /** The Netty event loop behind a Vert.x event-loop context (any thread). */
-  static EventLoop nettyLoop(Context context) {
+  public static EventLoop nettyLoop(Context context) {
     return ((ContextInternal) context).nettyEventLoop();
   }
 
@@ -61,7 +61,7 @@ final class VertxInternals {
    * every server instance that asks for the same negative port; the public factory refuses it,
    * the implementation class does not.
    */
-  static SocketAddress listenAddress(int port, String host) {
+  public static SocketAddress listenAddress(int port, String host) {
     return new SocketAddressImpl(port, host);
   }
 
@@ -70,7 +70,7 @@ final class VertxInternals {
    * instead of the server-wide request handler (which Vert.x installs just before it calls the
    * connection handler). False when {@code c} is not an HTTP/1.x connection.
    */
-  static boolean handleRequests(HttpConnection c, Handler<HttpServerRequest> handler) {
+  public static boolean handleRequests(HttpConnection c, Handler<HttpServerRequest> handler) {
     if (!(c instanceof Http1ServerConnection)) return false;
     ((Http1ServerConnection) c).handler(handler);
     return true;
@@ -81,7 +81,7 @@ final class VertxInternals {
    * for a version Vert.x does not know, where {@link HttpServerRequest#version()} is null), or
    * "" when unknown.
    */
-  static String protocol(HttpServerRequest r) {
+  public static String protocol(HttpServerRequest r) {
     return r instanceof Http1ServerRequest
         ? ((Http1ServerRequest) r).nettyRequest().protocolVersion().text() : "";
   }
@@ -90,7 +90,7 @@ final class VertxInternals {
    * The Netty request behind {@code r} (its line and headers as decoded), or null for a request
    * that is not HTTP/1.x.
    */
-  static io.netty.handler.codec.http.HttpRequest nettyRequest(HttpServerRequest r) {
+  public static io.netty.handler.codec.http.HttpRequest nettyRequest(HttpServerRequest r) {
     return r instanceof Http1ServerRequest ? ((Http1ServerRequest) r).nettyRequest() : null;
   }
 
@@ -98,7 +98,7 @@ final class VertxInternals {
    * Event loop: {@code c}'s channel when the kernel can turn it into a WebSocket (an HTTP/1.x
    * connection whose pipeline still has Vert.x's handler, named {@code "handler"}), else null.
    */
-  static Channel upgradable(HttpConnection c) {
+  public static Channel upgradable(HttpConnection c) {
     ChannelPipeline p = pipeline(c);
     return p == null || p.get("handler") == null ? null : p.channel();
   }
@@ -109,7 +109,7 @@ final class VertxInternals {
    * {@link InputHold} in the place of Vert.x's HTTP decoder, which hands it the bytes it has
    * not decoded yet. False when {@code c} has no such decoder.
    */
-  static boolean holdInput(HttpConnection c) {
+  public static boolean holdInput(HttpConnection c) {
     ChannelPipeline p = pipeline(c);
     if (p == null || p.get("httpDecoder") == null || p.get(InputHold.NAME) != null) return false;
     // replace, not remove: the decoder passes what it holds to the handler that replaces it
@@ -122,7 +122,7 @@ final class VertxInternals {
    * frame decoder in the HTTP decoder's place, so an {@link InputHold} gets an empty HTTP
    * decoder behind it for that.
    */
-  static void beforeHandshake(Channel ch) {
+  public static void beforeHandshake(Channel ch) {
     ChannelPipeline p = ch.pipeline();
     if (p.get(InputHold.NAME) != null && p.get("httpDecoder") == null) {
       p.addAfter(InputHold.NAME, "httpDecoder", new HttpRequestDecoder());
@@ -135,7 +135,7 @@ final class VertxInternals {
    * its own (the next request they hold must not start inside the end of this one), and
    * reading resumes.
    */
-  static void resumeHttp(HttpConnection c, Http1ServerConfig http1) {
+  public static void resumeHttp(HttpConnection c, Http1ServerConfig http1) {
     ChannelPipeline p = pipeline(c);
     if (p == null) return;
     p.channel().eventLoop().execute(() -> {
@@ -152,7 +152,7 @@ final class VertxInternals {
    * Event loop, as a WebSocket on {@code ch} starts reading: the bytes an {@link InputHold}
    * kept, the client's first frames, go to the frame decoder ahead of any read after them.
    */
-  static void releaseInput(Channel ch) {
+  public static void releaseInput(Channel ch) {
     ChannelPipeline p = ch.pipeline();
     if (p.get(InputHold.NAME) != null) p.remove(InputHold.NAME);
   }
@@ -168,7 +168,7 @@ final class VertxInternals {
    * of Vert.x's HTTP handler. An {@link InputHold} stays ahead of the frame decoder until
    * {@link #releaseInput}.
    */
-  static void becomeWebSocket(HttpConnection c, ChannelHandler socket, ChannelHandler... frames) {
+  public static void becomeWebSocket(HttpConnection c, ChannelHandler socket, ChannelHandler... frames) {
     ChannelPipeline p = pipeline(c);
     InputHold hold = (InputHold) p.get(InputHold.NAME);
     if (hold != null) hold.toWebSocket = true;
@@ -190,7 +190,7 @@ final class VertxInternals {
    * Event loop, at accept of an HTTP/2 connection: Netty's view of its streams, or null when
    * {@code c} is not one the kernel knows of.
    */
-  static io.netty.handler.codec.http2.Http2Connection http2(HttpConnection c) {
+  public static io.netty.handler.codec.http2.Http2Connection http2(HttpConnection c) {
     if (!(c instanceof ConnectionBase)) return null;
     ChannelHandler h = ((ConnectionBase) c).channelHandlerContext().handler();
     return h instanceof io.netty.handler.codec.http2.Http2ConnectionHandler
@@ -203,7 +203,7 @@ final class VertxInternals {
    * handler before it marks a request that came in one HEADERS frame ended; Netty's stream
    * state already says so. True for a stream Netty no longer has.
    */
-  static boolean remoteEnded(io.netty.handler.codec.http2.Http2Connection h2, int streamId) {
+  public static boolean remoteEnded(io.netty.handler.codec.http2.Http2Connection h2, int streamId) {
     io.netty.handler.codec.http2.Http2Stream st = h2.stream(streamId);
     return st == null || st.state() == io.netty.handler.codec.http2.Http2Stream.State.CLOSED
         || st.state() == io.netty.handler.codec.http2.Http2Stream.State.HALF_CLOSED_REMOTE;
@@ -215,7 +215,7 @@ final class VertxInternals {
    * HTTP/1.x head's map is Netty's own; an HTTP/2 one's wraps Netty's, pseudo-headers first.
    * Any thread that may read the request.
    */
-  static Iterator<Map.Entry<CharSequence, CharSequence>> lines(MultiMap headers) {
+  public static Iterator<Map.Entry<CharSequence, CharSequence>> lines(MultiMap headers) {
     if (headers instanceof io.netty.handler.codec.http.HttpHeaders) {
       return ((io.netty.handler.codec.http.HttpHeaders) headers).iteratorCharSequence();
     }
@@ -237,7 +237,7 @@ final class VertxInternals {
    * one and the client presented it, else null. The TLS handler's engine says whether it was
    * asked for, so a connection that was not asked costs no exception.
    */
-  static java.security.cert.X509Certificate clientCertificate(HttpConnection c) {
+  public static java.security.cert.X509Certificate clientCertificate(HttpConnection c) {
     ChannelPipeline p = pipeline(c);
     SslHandler h = p == null ? null : p.get(SslHandler.class);
     if (h == null) return null;
@@ -253,7 +253,7 @@ final class VertxInternals {
   }
 
   /** Event loop: bytes written to {@code c} and not yet flushed to its socket (0 when unknown). */
-  static long pendingWriteBytes(HttpConnection c) {
+  public static long pendingWriteBytes(HttpConnection c) {
     ChannelOutboundBuffer out = outbound(c);
     return out == null ? 0 : out.totalPendingWriteBytes();
   }
@@ -262,7 +262,7 @@ final class VertxInternals {
    * Event loop: how far the message being written to {@code c}'s socket has got (a file is one
    * message, which Vert.x counts as written when it hands it over); 0 when unknown.
    */
-  static long writeProgress(HttpConnection c) {
+  public static long writeProgress(HttpConnection c) {
     ChannelOutboundBuffer out = outbound(c);
     return out == null ? 0 : out.currentProgress();
   }
@@ -280,7 +280,7 @@ final class VertxInternals {
    * socket, past that interception: the client sees the response cut short, Vert.x sees the
    * connection closed, and a thread blocked writing the response gets an error. Any thread.
    */
-  static void abort(HttpConnection c) {
+  public static void abort(HttpConnection c) {
     if (c instanceof ConnectionBase) {
       ((ConnectionBase) c).channelHandlerContext().close();
     } else {
@@ -296,7 +296,7 @@ final class VertxInternals {
    * Netty made for it (HTTP/1.0), or with the client's unknown version. False (nothing written)
    * when the connection has no HTTP/1.x encoder.
    */
-  static boolean writeRawAndClose(HttpConnection c, byte[] bytes) {
+  public static boolean writeRawAndClose(HttpConnection c, byte[] bytes) {
     ChannelPipeline p = pipeline(c);
     ChannelHandlerContext encoder = p == null ? null : p.context("httpEncoder");
     if (encoder == null) return false;
@@ -310,7 +310,7 @@ final class VertxInternals {
    * calls {@code onInputShutdown} on the loop when that happens. Without this, Netty closes the
    * connection as soon as it reads the end of the input, and an answer still being made is lost.
    */
-  static void allowHalfClosure(HttpConnection c, Runnable onInputShutdown) {
+  public static void allowHalfClosure(HttpConnection c, Runnable onInputShutdown) {
     if (!(c instanceof ConnectionBase)) return;
     ConnectionBase base = (ConnectionBase) c;
     ChannelPipeline p = base.channelHandlerContext().pipeline();
@@ -322,7 +322,7 @@ final class VertxInternals {
   /**
    * Decides, on the event loop, whether a connection's flush goes out now ({@link FlushGate}).
    */
-  interface FlushPolicy {
+  public interface FlushPolicy {
     /** True to hold this flush until {@link FlushGate#release}. */
     boolean hold();
   }
@@ -332,7 +332,7 @@ final class VertxInternals {
    * that releases a held one, or null when {@code c} has no pipeline the kernel knows of (its
    * flushes then always go out).
    */
-  static FlushGate gateFlushes(HttpConnection c, FlushPolicy policy) {
+  public static FlushGate gateFlushes(HttpConnection c, FlushPolicy policy) {
     ChannelPipeline p = pipeline(c);
     if (p == null || p.get("handler") == null) return null;
     FlushGate g = new FlushGate(policy);
@@ -344,7 +344,7 @@ final class VertxInternals {
    * Event loop, at accept: runs {@code onReadDone} each time Vert.x has handled a batch of
    * {@code c}'s input (Netty's read-complete event, after Vert.x's HTTP handler).
    */
-  static void afterReads(HttpConnection c, Runnable onReadDone) {
+  public static void afterReads(HttpConnection c, Runnable onReadDone) {
     ChannelPipeline p = pipeline(c);
     if (p != null && p.get("handler") != null) {
       p.addAfter("handler", "donkey-read-done", new ReadDone(onReadDone));
@@ -370,7 +370,7 @@ final class VertxInternals {
    * policy holds them; a close sends what is held first (Vert.x closes right after a last
    * response). Event loop.
    */
-  static final class FlushGate extends ChannelOutboundHandlerAdapter {
+  public static final class FlushGate extends ChannelOutboundHandlerAdapter {
     private final FlushPolicy policy;
     private ChannelHandlerContext ctx;
     private boolean holding;
@@ -405,7 +405,7 @@ final class VertxInternals {
     }
 
     /** Sends the held flush (nothing once the gate has left the pipeline). */
-    void release() {
+    public void release() {
       holding = false;
       if (ctx != null && !ctx.isRemoved()) ctx.flush();
     }
@@ -416,7 +416,7 @@ final class VertxInternals {
    * (so a request head that has only begun to arrive counts); null when {@code c} has no
    * pipeline the kernel knows of.
    */
-  static InputReads countReads(HttpConnection c) {
+  public static InputReads countReads(HttpConnection c) {
     ChannelPipeline p = pipeline(c);
     if (p == null || p.get("handler") == null) return null;
     InputReads r = new InputReads();
@@ -425,8 +425,13 @@ final class VertxInternals {
   }
 
   /** The number of reads from a connection's socket ({@link #countReads}). Event loop. */
-  static final class InputReads extends ChannelInboundHandlerAdapter {
-    long count;
+  public static final class InputReads extends ChannelInboundHandlerAdapter {
+    private long count;
+
+    /** The reads so far. */
+    public long count() {
+      return count;
+    }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
@@ -461,7 +466,7 @@ final class VertxInternals {
    * the listening channels it opens; Vert.x's listeners offer no other way to their channel.
    * Any thread.
    */
-  static final class Listeners implements Transport {
+  public static final class Listeners implements Transport {
     private final List<ServerChannel> channels = new CopyOnWriteArrayList<>();
     private final NioTransport nio = new NioTransport() {
       @Override
@@ -507,7 +512,7 @@ final class VertxInternals {
    * @throws IllegalStateException when the listener's event loop does not install the count
    *     within {@code timeoutMs}
    */
-  static boolean countAtAccept(Listeners listeners, int port, ConnectionCount count,
+  public static boolean countAtAccept(Listeners listeners, int port, ConnectionCount count,
                                long handOverMs, long timeoutMs) {
     for (ServerChannel ch : listeners.channels) {
       if (ch.isActive() && ch.localAddress() instanceof InetSocketAddress
@@ -535,7 +540,7 @@ final class VertxInternals {
    * Event loop, at accept: whether {@code c} was counted when its listener accepted it
    * ({@link #countAtAccept}); a connection accepted before the count was installed was not.
    */
-  static boolean countedAtAccept(HttpConnection c) {
+  public static boolean countedAtAccept(HttpConnection c) {
     if (!(c instanceof ConnectionBase)) return false;
     Channel ch = ((ConnectionBase) c).channel();
     if (!ch.hasAttr(COUNTED)) return false;

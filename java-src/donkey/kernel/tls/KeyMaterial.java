@@ -1,5 +1,6 @@
-package donkey.kernel;
+package donkey.kernel.tls;
 
+import donkey.kernel.config.ServerConfig;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;

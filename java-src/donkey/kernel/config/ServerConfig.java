@@ -1,17 +1,17 @@
-package donkey.kernel;
+package donkey.kernel.config;
 
 import clojure.lang.IFn;
 import clojure.lang.Keyword;
 
 /**
- * Start-up configuration of a {@link Server}. Built once by {@code donkey.server/run-server}
+ * Start-up configuration of a {@code Server}. Built once by {@code donkey.server/run-server}
  * after it has validated the user's options; the kernel only reads it afterwards.
  *
  * <p>The field initialisers are the defaults of run-server's options, and the only place they
  * are written: the option table ({@code donkey.options}) reads them from a fresh instance, and
  * Java code that fills one itself (the JMH benches) gets the same sane values.
  *
- * <p>Threading: filled on the caller's thread before {@link Server#start}; read-only from then
+ * <p>Threading: filled on the caller's thread before {@code Server.start}; read-only from then
  * on, and safely published to the event loops by the deployment itself.
  */
 public final class ServerConfig {
@@ -70,7 +70,7 @@ public final class ServerConfig {
   public boolean shutdownHook;
   /** A handler that has not answered after this many ms gets a 503 (0 = no limit). */
   public long requestTimeoutMs = 60_000;
-  /** How long {@link Server#stop} waits for in-flight requests, in ms. */
+  /** How long {@code Server.stop} waits for in-flight requests, in ms. */
   public long shutdownTimeoutMs = 30_000;
   /** Value of the {@code Server} response header, or null to send none. */
   public String serverHeader = "donkey";
@@ -182,7 +182,7 @@ public final class ServerConfig {
   /** Negotiate permessage-deflate (RFC 7692) when a client offers it. */
   public boolean wsCompression;
   /**
-   * {@code (fn [listener])} returning the {@link WebSocketListener} of a listener that
+   * {@code (fn [listener])} returning the {@code WebSocketListener} of a listener that
    * satisfies {@code ring.websocket.protocols/Listener}, or nil; null when that namespace is
    * not on the classpath (plain map listeners need no adapter).
    */
@@ -208,7 +208,7 @@ public final class ServerConfig {
   public int h2ResetWindowS = 30;
 
   /** A WebSocket size limit as the kernel applies it: at most Integer.MAX_VALUE. */
-  static int wsLimit(long limit) {
+  public static int wsLimit(long limit) {
     return (int) Math.min(Integer.MAX_VALUE, limit);
   }
 
@@ -218,7 +218,7 @@ public final class ServerConfig {
    *
    * @throws IllegalArgumentException naming the options
    */
-  void checkListeners() {
+  public void checkListeners() {
     if (h2 && !ssl) {
       throw new IllegalArgumentException(":h2? true offers HTTP/2 on the TLS listener, and "
           + "there is none: give :ssl? true or an :ssl-port (or :h2c? true for cleartext)");
@@ -238,7 +238,7 @@ public final class ServerConfig {
   }
 
   /** The limit for async handlers in ms, resolved: {@link #asyncTimeoutMs}, or the request one. */
-  long asyncTimeoutMs() {
+  public long resolvedAsyncTimeoutMs() {
     return asyncTimeoutMs < 0 ? requestTimeoutMs : asyncTimeoutMs;
   }
 }

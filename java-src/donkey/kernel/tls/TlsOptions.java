@@ -1,6 +1,7 @@
-package donkey.kernel;
+package donkey.kernel.tls;
 
 import clojure.lang.Keyword;
+import donkey.kernel.config.ServerConfig;
 import io.netty.handler.ssl.ClientAuth;
 import io.netty.handler.ssl.OpenSsl;
 import io.netty.handler.ssl.SslProvider;
@@ -24,7 +25,7 @@ import javax.net.ssl.TrustManagerFactory;
 /**
  * The TLS listener's Vert.x options: the protocols, cipher suites and client authentication
  * of a {@link ServerConfig}, with the key and trust material {@link KeyMaterial} loads, as the
- * {@link ServerSSLOptions} the listener starts with or is updated to ({@link Server#reloadTls}).
+ * {@link ServerSSLOptions} the listener starts with or is updated to (the server's TLS reload).
  *
  * <p>Everything is checked here, before Vert.x sees it: options that leave no protocol or
  * cipher suite enabled, or that contradict each other, are an {@link IllegalArgumentException}
@@ -34,7 +35,7 @@ import javax.net.ssl.TrustManagerFactory;
  *
  * <p>Threading: the caller's (start-up or reload), never an event loop: it reads files.
  */
-final class TlsOptions {
+public final class TlsOptions {
   private TlsOptions() {}
 
   /** The protocols enabled by default: TLS 1.3 and 1.2 only. */
@@ -60,7 +61,7 @@ final class TlsOptions {
    *
    * @throws IllegalArgumentException for another value, or {@code :openssl} without OpenSSL
    */
-  static SslProvider engine(Keyword asked) {
+  public static SslProvider engine(Keyword asked) {
     if (asked == null || asked == AUTO) {
       return OpenSsl.isAvailable() ? SslProvider.OPENSSL : SslProvider.JDK;
     }
@@ -82,7 +83,7 @@ final class TlsOptions {
    *
    * @throws IllegalArgumentException naming the option at fault
    */
-  static ServerSSLOptions from(ServerConfig c, Keyword asked, long handshakeMs) {
+  public static ServerSSLOptions from(ServerConfig c, Keyword asked, long handshakeMs) {
     SslProvider engine = engine(asked);
     if (c.sslContext != null) {
       if (asked == OPENSSL) {
