@@ -65,6 +65,9 @@ build() {
   local dir="${1:-$ROOT}"
   local out="$dir/target/bench"
   mkdir -p "$out"
+  # from scratch: lein recompiles only the sources newer than their classes, so a class that
+  # moved or changed a field's type would leave the others compiled against its old shape
+  rm -rf "$out/classes"
   log "building in $dir: lein with-profile +bench javac; lein with-profile +bench classpath"
   (cd "$dir" && lein with-profile +bench javac) >"$out/javac.log" 2>&1 \
     || { cat "$out/javac.log" >&2; die "javac failed in $dir"; }
