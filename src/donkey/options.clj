@@ -63,7 +63,7 @@
    {:key :async? :to (field 'async) :check :boolean :aliases [[:ring-async?]]
     :doc "the handler is a 3-arity async handler"}
    {:key :event-loops :to (field 'eventLoops) :check [:int 1 1024]
-    :aliases [[:selector-threads :unless-minus-1]] :default-doc "one per core"
+    :aliases [[:selector-threads :unless-minus-1] [:instances]] :default-doc "one per core"
     :doc "event loops, one server each"}
    {:key :worker-threads :to (field 'workerThreads) :check [:int 1 100000]
     :aliases [[:max-threads] [:thread] [:n-threads] [:n-max-threads]]
@@ -97,7 +97,7 @@
     :aliases [[:request-header-size]]
     :doc "largest header section; larger gets 431"}
    {:key :idle-timeout :to (field 'idleTimeoutMs) :check [:int 0 Integer/MAX_VALUE]
-    :aliases [[:max-idle-time]]
+    :aliases [[:max-idle-time] [:idle-timeout-seconds :seconds]]
     :doc (str "ms a connection may go without a byte moving either way before it is closed: "
               "between requests, or while a response waits on a client that stopped reading "
               "(which frees the thread writing it); checked within a second or a quarter of "
@@ -130,10 +130,11 @@
    {:key :blocked-warning :to (field 'blockedWarningMs) :check [:int 0 Long/MAX_VALUE]
     :doc (str "ms after which a non-blocking handler still holding its event loop is logged, "
               "naming the route; 0 for none")}
+   ;; AppsFlyer Donkey's :server-header is a switch: true is the default header, false none
    {:key :server-header :to (field 'serverHeader) :check :string-or-nil :nil :kept
-    :aliases [[:send-server-version? :server-version]]
-    :doc "value of the Server header, nil for none"}
-   {:key :send-date-header? :to (field 'sendDateHeader) :check :boolean
+    :coerce :header-switch :aliases [[:send-server-version? :server-version]]
+    :doc "value of the Server header, nil for none (true and false also work, as switches)"}
+   {:key :send-date-header? :to (field 'sendDateHeader) :check :boolean :aliases [[:date-header]]
     :doc "false: no Date header on any response"}
    {:key :output-buffer-size :to (field 'outputBufferSize) :check [:int 1 (* 64 1024 1024)]
     :doc (str "bytes a streamed body (InputStream, seq, StreamableResponseBody) buffers before "
@@ -249,9 +250,9 @@
               "such connection a compressor's memory)")}])
 
 (def refused
-  "Options of ring-jetty, http-kit and ring-jetty9-adapter that ask for something donkey does
-  not do (or does another way), as option -> [reason ok?]: a value `ok?` accepts (default nil
-  or false: not asked for) passes. Ignoring them would surprise, serving plaintext to someone
+  "Options of ring-jetty, http-kit, ring-jetty9-adapter and AppsFlyer Donkey that ask for
+  something donkey does not do (or does another way), as option -> [reason ok?]: a value `ok?`
+  accepts (default nil or false: not asked for) passes. Ignoring them would surprise, serving plaintext to someone
   who asked for TLS, say; options whose absence only changes tuning are accepted instead (see
   `without-effect`)."
   (let [ws (str "donkey serves WebSockets through Ring's API (answer the upgrade request "
@@ -261,7 +262,10 @@
         pool (str "donkey runs sync handlers on a pool of its own; size it with "
                   ":worker-threads, or use :virtual-threads? true")
         logs (str "donkey logs through System.Logger (logger \"donkey\"); route that to your "
-                  "logging library with its JUL bridge instead")]
+                  "logging library with its JUL bridge instead")
+        routes (str "give the route table as run-server's first argument: "
+                    "(run-server {:routes [...] :middleware [...]} opts)")
+        metrics "donkey has no metrics yet (see the README's Not yet)"]
     {:sni-host-check? [(str "donkey does not check the Host header against the SNI name; "
                             "false is accepted") #(not (true? %))]
      :websockets [ws]
@@ -269,7 +273,18 @@
      :configurator ["there is no Jetty Server to configure"]
      :thread-pool [pool] :worker-pool [pool]
      :proxy-protocol ["donkey does not read the PROXY protocol" #(contains? #{nil :disable} %)]
-     :error-logger [logs] :warn-logger [logs] :event-logger [logs] :event-names [logs]}))
+     :error-logger [logs] :warn-logger [logs] :event-logger [logs] :event-names [logs]
+     ;; AppsFlyer Donkey's server and create-donkey options
+     :compression [(str "donkey does not compress responses yet; Ring middleware can "
+                        "(:ws-compression? is WebSocket permessage-deflate only)")]
+     :debug [(str "donkey has no trace logs to turn on; it logs through System.Logger "
+                  "(logger \"donkey\"), whose level your logging library sets")]
+     :content-type-header [(str "donkey does not choose a Content-Type from Accept; the "
+                                "handler sets it, and a map or vector body is sent as JSON")]
+     :routes [routes]
+     :middleware [(str "server middleware goes in the route table's :middleware; " routes)]
+     :metrics-enabled [metrics] :metric-registry [metrics] :metrics-registry [metrics]
+     :metrics-prefix [metrics]}))
 
 (def without-effect
   "Options of ring-jetty and http-kit accepted, whatever their value, without effect: like any

@@ -167,7 +167,8 @@
                                 throws IOException (default 30000)
     :blocked-warning            ms after which a non-blocking handler still holding its event
                                 loop is logged, naming the route; 0 for none (default 2000)
-    :server-header              value of the Server header, nil for none (default \"donkey\")
+    :server-header              value of the Server header, nil for none (true and false also
+                                work, as switches) (default \"donkey\")
     :send-date-header?          false: no Date header on any response (default true)
     :output-buffer-size         bytes a streamed body (InputStream, seq, StreamableResponseBody)
                                 buffers before it is sent; one that fits gets a Content-Length,
@@ -257,10 +258,11 @@
                                 (costs each such connection a compressor's memory)
                                 (default false)
 
-  ring-jetty's and http-kit's names for these are accepted too (:max-threads, :max-idle-time,
-  :request-header-size, :selector-threads, :send-server-version? false; :ip, :thread,
-  :queue-size, :max-body, :max-line, :ring-async?, ...: the README has the whole mapping); two
-  names of one setting with different values fail. A key that looks like a misspelt option
+  ring-jetty's, http-kit's and AppsFlyer Donkey's names for these are accepted too
+  (:max-threads, :max-idle-time, :request-header-size, :selector-threads, :send-server-version?
+  false; :ip, :thread, :queue-size, :max-body, :max-line, :ring-async?; :instances,
+  :idle-timeout-seconds, :date-header, ...: the README has the whole mapping); two names of
+  one setting with different values fail. A key that looks like a misspelt option
   (:max-body-szie, :ssl, :maxBodySize) fails, naming the option it resembles; other unknown
   keys (an application's own config) are ignored, so an existing option map works as it is.
   Options asking for something donkey does not do (Unix domain sockets, a thread pool or

@@ -259,6 +259,52 @@
   (is (nil? (refusal {:legacy-content-length? false}))
       "donkey keeps a handler's Content-Length where it agrees with the body, as false asks"))
 
+;; ---- AppsFlyer Donkey ---------------------------------------------------------------------
+
+(deftest appsflyer-donkey-options-are-honoured-or-refused
+  ;; com.appsflyer/donkey's server and create-donkey options, as a team moving from it leaves
+  ;; them in the map: each means here what it meant there, or start-up fails saying why
+  (testing "mapped to donkey's options"
+    (doseq [[opts field expected]
+            [[{:instances 3} #(.eventLoops ^ServerConfig %) 3]
+             [{:idle-timeout-seconds 45} #(.idleTimeoutMs ^ServerConfig %) 45000]
+             [{:idle-timeout-seconds 0} #(.idleTimeoutMs ^ServerConfig %) 0]
+             [{:date-header false} #(.sendDateHeader ^ServerConfig %) false]
+             [{:date-header true} #(.sendDateHeader ^ServerConfig %) true]
+             [{:server-header false} #(.serverHeader ^ServerConfig %) nil]
+             [{:server-header true} #(.serverHeader ^ServerConfig %) "donkey"]
+             [{:server-header "edge"} #(.serverHeader ^ServerConfig %) "edge"]]]
+      (is (= expected (field (cfg opts))) (pr-str opts))))
+  (testing "a bad value is refused under its own name and unit"
+    (is (re-find #":idle-timeout-seconds must be an integer in 0\.\.2147483\b"
+                 (str (refusal {:idle-timeout-seconds -1}))))
+    (is (re-find #":idle-timeout-seconds must be" (str (refusal {:idle-timeout-seconds "60"}))))
+    (is (re-find #":instances must be an integer" (str (refusal {:instances 0}))))
+    (is (re-find #"disagree" (str (refusal {:instances 2 :event-loops 4})))))
+  (testing "what donkey does not do is refused"
+    (doseq [[opts what] [[{:compression true} #"compress"]
+                         [{:debug true} #"System.Logger"]
+                         [{:content-type-header true} #"Content-Type"]
+                         [{:routes [{:handler identity}]} #"first argument"]
+                         [{:middleware [identity]} #"route table"]
+                         [{:metrics-enabled true} #"metrics"]
+                         [{:metric-registry (Object.)} #"metrics"]
+                         [{:metrics-registry (Object.)} #"metrics"]
+                         [{:metrics-prefix "api"} #"metrics"]]]
+      (let [k (key (first opts))
+            msg (str (refusal opts))]
+        (is (.contains msg (str k " is not supported")) (pr-str opts))
+        (is (re-find what msg) msg))))
+  (testing "and accepted when it asks for nothing"
+    (is (nil? (refusal {:compression false :debug false :content-type-header false
+                        :metrics-enabled false :instances 1 :idle-timeout-seconds 30}))))
+  (testing "on the wire"
+    (with-server hello {:date-header false :server-header false :idle-timeout-seconds 60}
+      (let [names (header-names (raw get-close))]
+        (is (contains? names "content-length") "a response was read")
+        (is (not (contains? names "date")))
+        (is (not (contains? names "server")))))))
+
 ;; ---- the worker pool ---------------------------------------------------------------------
 
 (defn- concurrently
@@ -572,7 +618,8 @@
 (deftest the-readme-migration-tables-know-every-other-name
   (let [rows (filter #(str/starts-with? % "|")
                      (str/split-lines (str (readme-section "Migrating from ring-jetty")
-                                           (readme-section "Migrating from http-kit"))))
+                                           (readme-section "Migrating from http-kit")
+                                           (readme-section "Migrating from AppsFlyer Donkey"))))
         row-of (fn [k] (first (filter #(str/includes? % (str "`" k "`")) rows)))]
     (doseq [{k :key as :aliases} options/table
             [alias] as]

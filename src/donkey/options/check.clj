@@ -38,11 +38,26 @@
   [k v]
   (if (and (boolean-alias k v) (>= (.feature (Runtime/version)) 21)) true ::none))
 
+(defn- seconds
+  "AppsFlyer Donkey's :idle-timeout-seconds: seconds, as ms."
+  [k v]
+  (must-be k [:int 0 (quot Integer/MAX_VALUE 1000)] v nil)
+  (* 1000 v))
+
+(defn- header-switch
+  "A header option given as a switch (AppsFlyer Donkey's :server-header): true leaves the
+  default, false sends none; any other value is the option's own."
+  [_ v]
+  (cond (true? v) ::none (false? v) nil :else v))
+
 (def ^:private conversions
-  "The alias conversions the table names, by name."
+  "The conversions the table names, by name: of an alias's value (`:aliases`), or of an
+  option's own (`:coerce`)."
   {:unless-minus-1 unless-minus-1
    :server-version server-version
-   :allow-virtual allow-virtual})
+   :allow-virtual allow-virtual
+   :seconds seconds
+   :header-switch header-switch})
 
 (def ^:private aliases
   "Every alias as [alias option convert], in table order."
@@ -104,7 +119,11 @@
                                   v (convert alias raw)]
                               (if (= v ::none) acc (update acc k (fnil conj []) [alias v raw])))
                             acc))
-                        (into {} (map (fn [[k v]] [k [[k v v]]])) opts)
+                        (into {} (keep (fn [[k v]]
+                                         (let [convert (some-> (by-key k) :coerce conversions)
+                                               c (if convert (convert k v) v)]
+                                           (when-not (= c ::none) [k [[k c v]]]))))
+                              opts)
                         aliases)]
     (reduce-kv (fn [m k srcs]
                  (when (< 1 (count (distinct (map second srcs))))
