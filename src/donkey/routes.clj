@@ -21,8 +21,10 @@
                    the first one in the vector sees the request first
 
   Path params arrive in the request under :path-params, percent-decoded, with keyword keys."
-  (:import (clojure.lang IFn)
+  (:require [clojure.string :as str])
+  (:import (clojure.lang AFunction IFn RestFn)
            (donkey.route Route Route$Mode Router)
+           (java.lang.reflect Method)
            (java.util ArrayList List)))
 
 (set! *warn-on-reflection* true)
@@ -57,6 +59,19 @@
           handler
           (reverse middleware)))
 
+(defn ^:no-doc arity-problem
+  "How `f` falls short of being called with `n` arguments, as \"takes 3 arguments\", for a
+  start-up refusal; nil when it takes `n`, or when its arities cannot be known before it is
+  called (a var, a variadic or partial fn, an IFn that is not a plain fn)."
+  [f n]
+  (when (and (instance? AFunction f) (not (instance? RestFn f)))
+    (let [arities (into (sorted-set)
+                        (keep (fn [^Method m]
+                                (when (= "invoke" (.getName m)) (.getParameterCount m))))
+                        (.getDeclaredMethods (class f)))]
+      (when (and (seq arities) (not (contains? arities n)))
+        (str "takes " (str/join " or " arities) " argument" (when (not= #{1} arities) "s"))))))
+
 (defn- compile-route
   ^Route [route server-middleware]
   (when-not (map? route) (throw (IllegalArgumentException. (str "a route must be a map, got " (pr-str route)))))
@@ -71,10 +86,19 @@
       (fail route (str ":handler-mode must be :blocking or :non-blocking, got " (pr-str handler-mode))))
     (when-not (or (nil? middleware) (sequential? middleware))
       (fail route ":middleware must be a vector of middleware fns"))
-    (Route. ^String path (= :regex match-type) (methods-of route)
-            (strings route :consumes) (strings route :produces)
-            ^IFn (wrap-middleware handler (concat server-middleware middleware))
-            (if (= :non-blocking handler-mode) Route$Mode/NON_BLOCKING Route$Mode/BLOCKING))))
+    ;; what the kernel calls is the handler inside its middleware
+    (let [wrapped (wrap-middleware handler (concat server-middleware middleware))
+          non-blocking? (= :non-blocking handler-mode)]
+      (when-let [p (arity-problem wrapped (if non-blocking? 3 1))]
+        (fail route (if non-blocking?
+                      (str "its :handler " p ", and a :non-blocking route calls it as "
+                           "(fn [request respond raise])")
+                      (str "its :handler " p ", and a :blocking route (the default) calls it "
+                           "as (fn [request]): give the route :handler-mode :non-blocking"))))
+      (Route. ^String path (= :regex match-type) (methods-of route)
+              (strings route :consumes) (strings route :produces)
+              ^IFn wrapped
+              (if non-blocking? Route$Mode/NON_BLOCKING Route$Mode/BLOCKING)))))
 
 (defn ^:no-doc compile-routes
   "Validates `routes` and compiles them into a donkey.route.Router. `server-middleware` wraps

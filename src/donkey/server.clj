@@ -72,8 +72,13 @@
   (when-not (or (nil? error-handler) (ifn? error-handler)) (fail ":error-handler must be a function"))
   (set! (.router cfg) (routes/compile-routes routes middleware))
   (when not-found
-    (set! (.notFound cfg) ^IFn (routes/wrap-middleware not-found middleware)))
+    (let [h (routes/wrap-middleware not-found middleware)]
+      (when-let [p (routes/arity-problem h 1)]
+        (fail (str ":not-found " p "; it is called as a sync Ring handler, (fn [request])")))
+      (set! (.notFound cfg) ^IFn h)))
   (when error-handler
+    (when-let [p (routes/arity-problem error-handler 2)]
+      (fail (str ":error-handler " p "; it is called as (fn [request throwable])")))
     (set! (.errorHandler cfg) ^IFn error-handler)))
 
 (defn- config
@@ -85,15 +90,21 @@
   (let [cfg (check/configure! (ServerConfig.) opts)]
     (if (map? handler)
       (set-routes! cfg handler)
-      (set! (.handler cfg) ^IFn handler))
+      (do (when-let [p (routes/arity-problem handler (if (.async cfg) 3 1))]
+            (fail (if (.async cfg)
+                    (str "handler " p ", and with :async? true it is called as "
+                         "(fn [request respond raise])")
+                    (str "handler " p ", and it is called as a sync Ring handler, "
+                         "(fn [request]): give :async? true for (fn [request respond raise])"))))
+          (set! (.handler cfg) ^IFn handler)))
     (let [[write pred] (streamable-fns)]
       (set! (.streamableWriter cfg) ^IFn write)
       (set! (.streamablePred cfg) ^IFn pred))
     (set! (.wsListenerAdapter cfg) ^IFn (ws-listener-adapter))
     cfg))
 
-;; The options part of the docstring is generated from the option table, so that it lists
-;; every option with the default it has.
+;; The options part of the docstring is the option table's text (donkey.options.doc/doc), which
+;; a test keeps it equal to, so that it lists every option with the default it has.
 (defn run-server
   "Starts an HTTP server that serves `handler` and returns a server value once
   the socket is bound. Stop it with `stop`, `.close` (so `with-open` works) or by calling it,

@@ -186,6 +186,40 @@
     (is (= 500 (:status (GET "/boom"))) "a failing error handler falls back to the plain 500")
     (is (= 404 (:status (GET "/none"))))))
 
+(deftest a-handler-that-cannot-take-its-mode's-arguments-fails-at-start-up
+  ;; a 3-arity handler left on a :blocking route (AppsFlyer Donkey's default mode was
+  ;; :non-blocking), or the reverse, would fail every request with an ArityException: start-up
+  ;; says so instead
+  (let [sync-only (fn [_request] {:status 200 :body "s"})
+        async-only (fn [_request respond _raise] (respond {:status 200 :body "a"}))
+        refusal (fn [handler opts]
+                  (try (server/stop (server/run-server handler (merge {:port 0 :join? false} opts)))
+                       nil
+                       (catch IllegalArgumentException e (ex-message e))))]
+    (doseq [[handler opts re]
+            [[{:routes [{:path "/a" :handler async-only}]} {}
+              #"route .*/a.*takes 3 arguments.*:handler-mode :non-blocking"]
+             [{:routes [{:path "/a" :handler-mode :non-blocking :handler sync-only}]} {}
+              #"route .*/a.*takes 1 argument.*\(fn \[request respond raise\]\)"]
+             [{:routes [{:path "/a" :handler sync-only}] :not-found async-only} {}
+              #":not-found .*takes 3 arguments.*\(fn \[request\]\)"]
+             [{:routes [{:path "/a" :handler sync-only}] :error-handler sync-only} {}
+              #":error-handler .*takes 1 argument.*\(fn \[request throwable\]\)"]
+             [async-only {} #"handler takes 3 arguments.*:async\? true"]
+             [sync-only {:async? true} #"handler takes 1 argument.*\(fn \[request respond raise\]\)"]]]
+      (is (some->> (refusal handler opts) (re-find re)) (str (pr-str opts) " " (refusal handler opts)))))
+  (testing "handlers whose arities cannot be known, or that take both, start"
+    (let [both (fn ([_] {:status 200 :body "1"}) ([_ respond _] (respond {:status 200 :body "3"})))
+          variadic (fn [& _] {:status 200 :body "v"})]
+      (doseq [[handler opts] [[both {}] [both {:async? true}] [variadic {}] [#'echo {}]
+                              [(partial (fn [_ _] {:status 200}) :x) {}]
+                              [{:routes [{:path "/a" :handler both}
+                                         {:path "/b" :handler-mode :non-blocking :handler both}]
+                                :not-found both} {}]]]
+        (let [s (server/run-server handler (merge {:port 0 :join? false} opts))]
+          (is (some? s))
+          (server/stop s))))))
+
 (deftest invalid-route-tables-fail-at-start-up
   (let [h (echo "h")]
     (doseq [[spec re] [[{:routes [{:path "/a" :handler h} {:path "/a" :handler h}]} #"duplicate route ANY /a"]
