@@ -256,6 +256,27 @@
                         (json/wrap-json-body identity {:error-handler errors/default-error-handler
                                                        :malformed-response {:status 400}}))))
 
+(deftest a-misspelt-middleware-option-fails-naming-the-option
+  ;; {:keyword? true} would otherwise give string keys without a word; other keys (a map of
+  ;; the application's own) are ignored, as Ring's middleware ignores them
+  (doseq [[wrap opts meant] [[params/wrap-params {:keyword? true} ":keywords?"]
+                             [params/wrap-query-params {:max-param 5} ":max-params"]
+                             [params/wrap-form-params {:Encoding "UTF-8"} ":encoding"]
+                             [json/wrap-json-body {:keyword? true} ":keywords?"]
+                             [json/wrap-json-params {:big-decimals? true} ":bigdecimals?"]
+                             [json/wrap-json-response {:escape-non-asci true} ":escape-non-ascii"]
+                             [mp/wrap-multipart-params {:max-file-szie 10} ":max-file-size"]
+                             [mp/wrap-multipart-params {:progress_fn prn} ":progress-fn"]]]
+    (let [msg (try (wrap identity opts) nil (catch IllegalArgumentException e (ex-message e)))]
+      (is (str/includes? (str msg) (str "did you mean " meant)) (str (pr-str opts) " => " msg))))
+  (testing "the request functions check as their middleware does"
+    (is (thrown-with-msg? IllegalArgumentException #"did you mean :keywords\?"
+                          (params/params-request {:query-string "a=1"} {:keyword? true}))))
+  (testing "keys that look like no option are ignored"
+    (doseq [wrap [params/wrap-params json/wrap-json-body json/wrap-json-response
+                  mp/wrap-multipart-params]]
+      (is (fn? (wrap identity {:db {:url "x"} :id 7 :env :prod})) (str wrap)))))
+
 (deftest other-failures-are-not-bad-input
   (let [failing {:headers {"content-type" form-ct}
                  :body (proxy [InputStream] []

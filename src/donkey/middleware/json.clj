@@ -62,10 +62,16 @@
 
 (def ^:private refuse opt/fail)
 
+(def ^:private option-names
+  "The options of every function here, reading and writing: a key meant for the other
+  direction is not used, but not taken for a misspelling either."
+  #{:keywords? :key-fn :bigdecimals? :max-keys :malformed-response :error-handler :pretty
+    :pretty? :escape-non-ascii :escape-non-ascii? :date-format :stream? :ex})
+
 (defn- check-opts
   "Checks the options every function here shares; returns :max-keys (the default when absent)."
   [who opts]
-  (opt/map-or-nil who opts)
+  (opt/map-or-nil who opts option-names)
   (let [m (:max-keys opts)]
     (when (some? m) (opt/positive-int who :max-keys m Integer/MAX_VALUE))
     (int (or m Json/DEFAULT_MAX_KEYS))))

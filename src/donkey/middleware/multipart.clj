@@ -11,8 +11,8 @@
   :max-file-size, :max-file-count, :error-handler; donkey adds :max-field-size,
   :max-request-size, :max-parts, :keywords? and :temp-dir (see `wrap-multipart-params`).
   Options are checked once, when the middleware is built (by each call of a request function),
-  and a bad value is an IllegalArgumentException naming the option; keys that are no option
-  are ignored.
+  and a bad value is an IllegalArgumentException naming the option, as is a key that looks
+  like a misspelt option (:max-file-szie); other keys are ignored.
 
   Differences from Ring, on purpose:
 
@@ -124,7 +124,8 @@
   MultipartResult, which throws a bad-input exception for a refused body (its temp files
   already deleted)."
   [who opts]
-  (opt/map-or-nil (str "donkey.middleware.multipart/" who) opts)
+  (opt/map-or-nil (str "donkey.middleware.multipart/" who) opts
+                  (conj (set (keys defaults)) :error-handler))
   (let [opts (merge defaults (into {} (remove (comp nil? val)) opts))
         mp (multipart who opts)
         progress-fn (fn-opt who opts :progress-fn

@@ -16,11 +16,22 @@
   (throw (IllegalArgumentException. ^String (apply str who ": " parts))))
 
 (defn map-or-nil
-  "`opts` when it is a map or nil; fails otherwise."
-  [who opts]
-  (when-not (or (nil? opts) (map? opts))
-    (fail who "options must be a map, got " (pr-str opts)))
-  opts)
+  "`opts` when it is a map or nil, and, given `known` (the set of `who`'s option names), none
+  of its keys looks like a misspelling of one (`donkey.options.spelling`); fails otherwise.
+  Other keys are ignored, as Ring's middleware ignores them."
+  ([who opts]
+   (when-not (or (nil? opts) (map? opts))
+     (fail who "options must be a map, got " (pr-str opts)))
+   opts)
+  ([who opts known]
+   (map-or-nil who opts)
+   (doseq [k (keys opts)
+           :when (not (contains? known k))]
+     ;; the distance code loads only for a key that is not an option
+     (when-let [meant ((requiring-resolve 'donkey.options.spelling/suggestion) known k)]
+       (fail who "unknown option " k "; did you mean " meant "? (other unknown keys are "
+             "ignored; this one looks like a misspelling)")))
+   opts))
 
 (defn boolean-or-nil
   "The value of `k` in `opts` when it is true, false or nil; fails otherwise."

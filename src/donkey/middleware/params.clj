@@ -68,7 +68,8 @@
   (strings), :keywords or :namespaced."
   [fname opts]
   (let [who (str "donkey.middleware.params/" fname)
-        opts (opt/map-or-nil who opts)
+        opts (opt/map-or-nil who opts
+                             #{:encoding :keywords? :parse-namespaces? :max-params :error-handler})
         keywords? (opt/boolean-or-nil who opts :keywords?)
         parse-namespaces? (opt/boolean-or-nil who opts :parse-namespaces?)
         max-params (:max-params opts)]
