@@ -18,10 +18,15 @@
 
 (defn- hello [_] {:status 200 :headers {"content-type" "text/plain"} :body "hi"})
 
+(defn- either-mode
+  "A handler of both arities, which any :async? setting accepts."
+  ([request] (hello request))
+  ([request respond _raise] (respond (hello request))))
+
 (defn- cfg
   "The kernel configuration run-server would start with for `opts`."
   ^ServerConfig [opts]
-  (#'server/config hello opts))
+  (#'server/config either-mode opts))
 
 (defn- refusal
   "The message of the IllegalArgumentException run-server throws for `opts`, or nil."
