@@ -3,16 +3,17 @@
   `{:ring.websocket/listener listener}` (and optionally `:ring.websocket/protocol`, the chosen
   subprotocol); the listener is a map of `:on-open`, `:on-message`, `:on-ping`, `:on-pong`,
   `:on-error` and `:on-close` fns, or anything that satisfies
-  `ring.websocket.protocols/Listener`. The socket it is given is a `donkey.kernel.WebSocket`:
-  `ring.websocket`'s `send`, `ping`, `pong`, `close` and `open?` work on it when ring-core 1.11+
-  is on the classpath, and the functions here do the same without it.
+  `ring.websocket.protocols/Listener`. The socket it is given is a
+  `donkey.kernel.websocket.WebSocket`: `ring.websocket`'s `send`, `ping`, `pong`, `close` and
+  `open?` work on it when ring-core 1.11+ is on the classpath, and the functions here do the
+  same without it.
 
   Which thread runs the listener: an async handler's (or a `:non-blocking` route's) on the
   event loop, so they must not block; a sync handler's (or `:blocking` route's) on a worker
   thread, one callback at a time and in order for each socket."
   (:refer-clojure :exclude [send])
   (:require [clojure.string :as str])
-  (:import (donkey.kernel WebSocket WebSocketListener)
+  (:import (donkey.kernel.websocket WebSocket WebSocketListener)
            (java.nio ByteBuffer)))
 
 (set! *warn-on-reflection* true)
@@ -92,8 +93,8 @@
 
 (defn protocol-adapter
   "Internal (run-server calls it once): when `ring.websocket.protocols` (ring-core 1.11+) is on
-  the classpath, extends its `Socket` and `AsyncSocket` to `donkey.kernel.WebSocket` and
-  returns `(fn [listener])`, the kernel's `WebSocketListener` for a listener that satisfies
+  the classpath, extends its `Socket` and `AsyncSocket` to `donkey.kernel.websocket.WebSocket`
+  and returns `(fn [listener])`, the kernel's `WebSocketListener` for a listener that satisfies
   `Listener` (nil for one that does not). Nil when the namespace is absent: plain map
   listeners, which the kernel reads itself, still work then."
   {:no-doc true}

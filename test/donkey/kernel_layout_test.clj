@@ -1,6 +1,6 @@
 (ns donkey.kernel-layout-test
   "The Java sources' package structure: the kernel's sub-packages (config, tls, workers,
-  internals) and the ring, route and codec packages depend on each other without a cycle, so
+  internals, http2, websocket) and the ring, route and codec packages depend on each other without a cycle, so
   each can be read, and changed, from the bottom up."
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
@@ -51,9 +51,9 @@
       (is (nil? (cycle-from graph pkg)) (str "a cycle: " (str/join " -> " (cycle-from graph pkg)))))))
 
 (deftest the-kernel-sub-packages-stand-alone
-  ;; what reaches below Vert.x's API, the worker pool, TLS and the configuration know
-  ;; nothing of the HTTP request path that uses them
+  ;; what reaches below Vert.x's API, the worker pool, TLS, the configuration, HTTP/2's
+  ;; connection state and the WebSockets know nothing of the HTTP request path that uses them
   (let [graph (package-graph)]
     (doseq [pkg ["donkey.kernel.config" "donkey.kernel.tls" "donkey.kernel.workers"
-                 "donkey.kernel.internals"]]
+                 "donkey.kernel.internals" "donkey.kernel.http2" "donkey.kernel.websocket"]]
       (is (not (contains? (get graph pkg) "donkey.kernel")) pkg))))

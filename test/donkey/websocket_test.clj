@@ -9,7 +9,7 @@
             [donkey.websocket :as dws]
             [ring.websocket :as ws]
             [ring.websocket.protocols :as wsp])
-  (:import (donkey.kernel WebSocket)
+  (:import (donkey.kernel.websocket WebSocket)
            (java.io ByteArrayOutputStream DataInputStream EOFException IOException InputStream
                     OutputStream)
            (java.lang.management ManagementFactory MemoryMXBean)

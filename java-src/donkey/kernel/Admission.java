@@ -16,8 +16,8 @@ import java.lang.System.Logger.Level;
  * answered here (400, 404, 405 with Allow, 406, 415), before its body is read; one with a body
  * also closes its connection.
  *
- * <p>Threading: the connection's event loop. Stateless: what it finds is set on the
- * {@link Exchange}.
+ * <p>Threading: the connection's event loop. Stateless: what it finds it gives the
+ * {@link Exchange} ({@link Exchange#runs}, {@link Exchange#scanned}, {@link Exchange#reading}).
  */
 final class Admission {
   private static final System.Logger LOG = System.getLogger("donkey");
@@ -42,7 +42,7 @@ final class Admission {
       if (x.h2) {
         Http2Streams.started(x);
       } else {
-        x.connection.current = x;
+        x.connection.serving(x);
       }
     }
     HeadCheck check = loop.headCheck;
@@ -75,7 +75,7 @@ final class Admission {
       if (unframed || cl != null || te != null
           || cfg.router != null && cfg.router.needsMediaTypes()) {
         head = RequestMap.scan(req.headers());
-        x.head = head;
+        x.scanned(head);
         cl = head.contentLength;
         te = head.transferEncoding;
       }
@@ -93,9 +93,9 @@ final class Admission {
         return;
       }
       // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
-      x.body = RequestBody.read(x, req, length, x.async,
+      x.reading(RequestBody.read(x, req, length, x.async(),
           head.expect != null && req.version() != HttpVersion.HTTP_1_0
-              && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg);
+              && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg));
     } catch (RuntimeException e) {
       // a bug of the kernel's, on input it should have refused: the request still gets an
       // answer, and the connection no further requests
@@ -115,23 +115,19 @@ final class Admission {
   private static boolean route(Exchange x, ServerConfig cfg, RequestMap.Head h,
                                boolean hasBody) {
     if (cfg.router == null) {
-      x.handler = cfg.handler;
-      x.async = cfg.async;
+      x.runs(cfg.handler, cfg.async, null, null);
       return true;
     }
     HttpServerRequest req = x.request();
     Router.Match m = cfg.router.match(req.method().name(), req.path(),
         h == null ? null : h.contentType, h == null ? null : h.accept);
     if (m.status == 0) {
-      x.route = m.route;
-      x.handler = m.route.handler();
-      x.async = m.route.mode() == Route.Mode.NON_BLOCKING;
-      x.pathParams = m.pathParams;
+      x.runs(m.route.handler(), m.route.mode() == Route.Mode.NON_BLOCKING, m.route,
+          m.pathParams);
       return true;
     }
     if (m.status == 404 && cfg.notFound != null) {
-      x.handler = cfg.notFound;
-      x.async = false;
+      x.runs(cfg.notFound, false, null, null);
       return true;
     }
     if (!x.claim()) return false;

@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.config.Durations;
 import java.util.List;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;

@@ -1,6 +1,8 @@
 package donkey.kernel;
 
+import donkey.kernel.config.Durations;
 import donkey.kernel.config.ServerConfig;
+import donkey.kernel.http2.Http2Session;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
 import io.vertx.core.http.HttpConnection;
@@ -66,15 +68,12 @@ final class ConnectionGuard {
     ArrayList<Exchange> streams;
     /**
      * During an {@link Outbox} drain, the connection's prepared responses, linked through
-     * {@link Exchange#nextPrepared}; null between drains.
+     * {@link Exchange#linkPrepared}; null between drains.
      */
     Exchange preparedHead;
     Exchange preparedTail;
-    /** HTTP/2: the last stream's :authority and its text ({@link Http2Streams}), or null. */
-    io.vertx.core.net.HostAndPort authority;
-    String authorityText;
-    /** HTTP/2: Netty's view of the connection's streams (their state), or null. */
-    io.netty.handler.codec.http2.Http2Connection h2;
+    /** HTTP/2: what the request path needs of the connection; null on HTTP/1.x. */
+    Http2Session h2;
     /** The peer's address, formatted once, at accept (null when the socket has none). */
     String remoteAddress;
     /** The local address, taken at accept (null when the socket has none). */
@@ -107,6 +106,104 @@ final class ConnectionGuard {
     long pending;
     long progress;
     long movedAt;
+
+    /** HTTP/2: stream {@code x} has started. */
+    void streamStarted(Exchange x) {
+      streams.add(x);
+    }
+
+    /**
+     * The response to {@code e}, a request of this connection, has ended. (Vert.x may already
+     * have started the next pipelined request, which is then {@link #current} and stays so.)
+     */
+    void responseEnded(Exchange e) {
+      ended++;
+      if (current == e) current = null;
+      if (streams != null) streams.remove(e);
+      idleSince = UNSTAMPED;
+      if (input != null) readsAtEnd = input.count();
+      // (a pipelined request read before the client's end has started by now, see above)
+      if (inputShut) closeIfDone(e.connection());
+    }
+
+    /**
+     * The client shut down its side of {@code c}, this connection: it sends nothing more. A
+     * request whose head and body have arrived is still answered, then the connection is
+     * closed.
+     */
+    private void inputShut(HttpConnection c) {
+      inputShut = true;
+      closeIfDone(c);
+    }
+
+    /**
+     * After the client's end: closes {@code c} once nothing is in progress, and at once when
+     * the request in progress is still reading a body that can no longer arrive (the decoder
+     * drops an incomplete body quietly when the connection stays open for the answer).
+     */
+    private void closeIfDone(HttpConnection c) {
+      if (started == ended) {
+        c.close();
+      } else if (current != null && !current.requestEnded()) {
+        abort(c);
+      }
+    }
+
+    /**
+     * A request head has arrived: counted, and true when it is to be served; false for one
+     * read behind an answer that closes the connection, which is never served (and counted as
+     * ended at once).
+     */
+    boolean arrived() {
+      started++;
+      if (closing) {
+        ended++;
+        return false;
+      }
+      return true;
+    }
+
+    /** An answer says Connection: close: requests read after it are not served. */
+    void closeAfterAnswer() {
+      closing = true;
+    }
+
+    /** True once an answer said Connection: close ({@link #closeAfterAnswer}). */
+    boolean isClosing() {
+      return closing;
+    }
+
+    /** HTTP/1.x: {@code x} is the request the connection now serves. */
+    void serving(Exchange x) {
+      current = x;
+    }
+
+    /** {@code x} left HTTP (it became a WebSocket): the connection no longer serves it. */
+    void leftHttp(Exchange x) {
+      if (current == x) current = null;
+    }
+
+    /**
+     * An {@link Outbox} drain: queues {@code x}, one of this connection's prepared responses,
+     * behind the others; true for the drain's first, which puts the connection among those to
+     * release.
+     */
+    boolean addPrepared(Exchange x) {
+      if (preparedTail == null) {
+        preparedHead = preparedTail = x;
+        return true;
+      }
+      preparedTail.linkPrepared(x);
+      preparedTail = x;
+      return false;
+    }
+
+    /** An {@link Outbox} drain: the first of the queued prepared responses; the queue empties. */
+    Exchange takePrepared() {
+      Exchange x = preparedHead;
+      preparedHead = preparedTail = null;
+      return x;
+    }
   }
 
   /** How often the sweep runs: a quarter of the shortest timeout, within 50..1000 ms. */
@@ -158,11 +255,11 @@ final class ConnectionGuard {
     outbox.batchFlushes(c, s);
     if (c.protocolVersion() == HttpVersion.HTTP_2) {
       s.streams = new ArrayList<>();
-      s.h2 = VertxInternals.http2(c);
+      s.h2 = Http2Session.of(c);
       if (readDone != null) VertxInternals.afterReads(c, readDone);
     } else {
       // (HTTP/2 ends its input with GOAWAY instead)
-      VertxInternals.allowHalfClosure(c, () -> inputShut(c, s));
+      VertxInternals.allowHalfClosure(c, () -> s.inputShut(c));
     }
     s.input = VertxInternals.countReads(c);
     connections.put(c, s);
@@ -176,11 +273,6 @@ final class ConnectionGuard {
       }
     });
     return s;
-  }
-
-  /** Event loop: stream {@code x} of HTTP/2 connection {@code s} has started. */
-  static void streamStarted(State s, Exchange x) {
-    s.streams.add(x);
   }
 
   /**
@@ -198,28 +290,6 @@ final class ConnectionGuard {
   }
 
   /**
-   * The client shut down its side of {@code c}: it sends nothing more. A request whose head and
-   * body have arrived is still answered, then the connection is closed.
-   */
-  private static void inputShut(HttpConnection c, State s) {
-    s.inputShut = true;
-    closeIfDone(c, s);
-  }
-
-  /**
-   * After the client's end: closes {@code c} once nothing is in progress, and at once when the
-   * request in progress is still reading a body that can no longer arrive (the decoder drops an
-   * incomplete body quietly when the connection stays open for the answer).
-   */
-  private static void closeIfDone(HttpConnection c, State s) {
-    if (s.started == s.ended) {
-      c.close();
-    } else if (s.current != null && !s.current.requestEnded()) {
-      abort(c);
-    }
-  }
-
-  /**
    * A request head arrived on {@code c}; returns its state (null when untracked). Only for a
    * connection whose requests do not come through the per-connection handler
    * {@link ServerVerticle} installs at accept, which has the state at hand: this identity
@@ -232,20 +302,6 @@ final class ConnectionGuard {
    */
   State requestStarted(HttpConnection c) {
     return connections.get(c);
-  }
-
-  /**
-   * The response to {@code e}, a request of {@code s}, has ended. (Vert.x may already have
-   * started the next pipelined request, which is then {@code s.current} and stays so.)
-   */
-  static void responseEnded(State s, Exchange e) {
-    s.ended++;
-    if (s.current == e) s.current = null;
-    if (s.streams != null) s.streams.remove(e);
-    s.idleSince = UNSTAMPED;
-    if (s.input != null) s.readsAtEnd = s.input.count();
-    // (a pipelined request read before the client's end has started by now, see above)
-    if (s.inputShut) closeIfDone(e.connection(), s);
   }
 
   /**
@@ -276,7 +332,7 @@ final class ConnectionGuard {
       // a request in progress (its body being read, its handler running, its response
       // being written), or an ended response whose bytes are still flushing
       Exchange x = s.started == s.ended ? null : s.current;
-      if (x != null && x.dispatchedAt == UNSTAMPED) x.dispatchedAt = w.now;
+      if (x != null) x.stamp(w.now);
       long quiet = quietFor(s, x, x == null ? 0 : x.bytesMoved(), pending, progress, w.now);
       if (x != null && x.unanswered()) {
         // owed a response: never idle; its body or its handler has a limit of its own
@@ -303,7 +359,7 @@ final class ConnectionGuard {
     long moved = 0;
     for (Exchange x : s.streams) {
       moved += x.bytesMoved();
-      if (x.dispatchedAt == UNSTAMPED) x.dispatchedAt = w.now;
+      x.stamp(w.now);
     }
     long quiet = quietFor(s, null, moved, pending, progress, w.now);
     boolean owed = false;
@@ -373,7 +429,7 @@ final class ConnectionGuard {
      * False when it is stuck: neither reading a body nor dispatched past the wait limit.
      */
     boolean owed(Exchange x, long quiet) {
-      RequestBody b = x.body;
+      RequestBody b = x.body();
       if (b != null && b.awaited()) {
         // a body read before an async handler: the gaps between its bytes are bounded by
         // the body timeout, its whole by the handler's, so a trickle cannot last forever
@@ -383,13 +439,13 @@ final class ConnectionGuard {
         }
         return true;
       }
-      if (x.dispatchedAt == 0) {
+      if (x.dispatchedAt() == 0) {
         // neither reading a body nor dispatched: only a kernel bug leaves a request so; it
         // must not hold its connection
         return !(waitLimit > 0 && quiet > waitLimit);
       }
       long limit = x.async() ? asyncLimit : requestLimit;
-      if (limit > 0 && now - x.dispatchedAt > limit) timedOut.add(x);
+      if (limit > 0 && now - x.dispatchedAt() > limit) timedOut.add(x);
       return true;
     }
   }

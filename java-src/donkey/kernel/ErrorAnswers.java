@@ -49,7 +49,7 @@ final class ErrorAnswers {
    * connection's requests). On HTTP/2 the stream alone ends ({@link #closeConnection}).
    */
   static void closeWith(Exchange x, int status, String message) {
-    if (x.connection != null && !x.h2) x.connection.closing = true;
+    if (x.connection != null && !x.h2) x.connection.closeAfterAnswer();
     HttpServerResponse resp = x.response();
     if (resp.closed() || resp.ended()) {
       closeConnection(x);

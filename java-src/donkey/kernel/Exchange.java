@@ -56,39 +56,39 @@ final class Exchange extends AFn
    */
   final boolean h2;
   /** HTTP/2, loop-confined: true once the stream's end was counted on its connection. */
-  boolean streamDone;
+  private boolean streamDone;
   /** 1 once the request has been answered (response, failure, timeout or error status). */
   private volatile int answered;
   private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
       AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
   /** The Ring request, built at dispatch; null before. */
   private IPersistentMap request;
-  // set by Admission on the loop, before dispatch
+  // what admission found, on the loop, before dispatch
   /**
    * The request's headers, scanned once: here when the kernel needs one of them (a body's
    * framing, media-type routing), else null and left to the request map.
    */
-  RequestMap.Head head;
-  /** The handler this request runs: the server's, or the matched route's. */
-  IFn handler;
-  boolean async;
-  IPersistentMap pathParams;
+  private RequestMap.Head head;
+  /** The handler this request runs: the server's, the matched route's or the not-found one. */
+  private IFn handler;
+  private boolean async;
+  private IPersistentMap pathParams;
   /** The matched route, or null without a route table. */
-  Route route;
+  private Route route;
   /** The request's body, or null when it has none. */
-  RequestBody body;
-  /** Run once when this request is over ({@link RequestScope}); loop-confined, null if none. */
-  ArrayList<Runnable> atEnd;
+  private RequestBody body;
+  /** Run once when this request is over ({@link #atEnd}); loop-confined, null if none. */
+  private ArrayList<Runnable> atEnd;
   /** Set when the {@link #atEnd} actions run: the request is over. Loop-confined. */
-  boolean over;
+  private boolean over;
   /**
    * When the handler was started (System.nanoTime()), for {@code :request-timeout}; 0 before
    * dispatch. A non-blocking handler's request holds {@link ConnectionGuard#UNSTAMPED} until
    * the connection sweep first sees it and stamps its own time (loop-confined, like the sweep).
    */
-  long dispatchedAt;
+  private long dispatchedAt;
   /** When a worker started this sync exchange (System.nanoTime()), 0 while it is queued. */
-  volatile long startedAt;
+  private volatile long startedAt;
   /** Set on the loop when {@code :request-timeout} answered this request. */
   private volatile boolean timedOut;
   /** True once {@link #watchEnd} registered this as the response's end handler. */
@@ -109,7 +109,7 @@ final class Exchange extends AFn
   /** The status a worker prepared for {@link #endPrepared}. */
   private int preparedStatus;
   /** The next prepared response of this connection in an {@link Outbox} drain. */
-  Exchange nextPrepared;
+  private Exchange nextPrepared;
 
   /** The {@code raise} callback of an async handler (made only for async handlers). */
   private final class Raise extends AFn {
@@ -185,6 +185,98 @@ final class Exchange extends AFn
   }
 
   /**
+   * Event loop, admission: this request runs {@code handler} in the mode {@code async} says,
+   * for {@code route} (null without a route table) with its {@code pathParams}.
+   */
+  void runs(IFn handler, boolean async, Route route, IPersistentMap pathParams) {
+    this.handler = handler;
+    this.async = async;
+    this.route = route;
+    this.pathParams = pathParams;
+  }
+
+  /** Event loop, admission: the request's headers, scanned once for the kernel's needs. */
+  void scanned(RequestMap.Head head) {
+    this.head = head;
+  }
+
+  /** Event loop, admission: the request's body, now being read. */
+  void reading(RequestBody body) {
+    this.body = body;
+  }
+
+  /** The request's body, or null when it has none (or before admission read its framing). */
+  RequestBody body() {
+    return body;
+  }
+
+  /** When the handler was started ({@link #dispatchedAt}); 0 before dispatch. */
+  long dispatchedAt() {
+    return dispatchedAt;
+  }
+
+  /**
+   * Event loop (the connection sweep): a non-blocking handler's start not timed yet
+   * ({@link ConnectionGuard#UNSTAMPED}) takes {@code now}, the sweep's time.
+   */
+  void stamp(long now) {
+    if (dispatchedAt == ConnectionGuard.UNSTAMPED) dispatchedAt = now;
+  }
+
+  /** When a worker started this sync exchange (System.nanoTime()), 0 while it is queued. */
+  long startedAt() {
+    return startedAt;
+  }
+
+  /** Event loop, an {@link Outbox} drain: links {@code next} behind this prepared response. */
+  void linkPrepared(Exchange next) {
+    nextPrepared = next;
+  }
+
+  /** Event loop, an {@link Outbox} drain: the next prepared response, unlinked. */
+  Exchange unlinkNext() {
+    Exchange n = nextPrepared;
+    nextPrepared = null;
+    return n;
+  }
+
+  /**
+   * Event loop: has {@code action} run once this request is over (its response ended, its
+   * connection closed, or it became a WebSocket); at once when it is already. An action that
+   * throws is logged.
+   */
+  void atEnd(Runnable action) {
+    if (over) {
+      runAction(action);
+      return;
+    }
+    if (atEnd == null) atEnd = new ArrayList<>(2);
+    atEnd.add(action);
+  }
+
+  /** Event loop: true once this request is over ({@link #atEnd}). */
+  boolean isOver() {
+    return over;
+  }
+
+  /** Event loop: this request is over: its {@link #atEnd} actions run, once. */
+  void over() {
+    over = true;
+    ArrayList<Runnable> actions = atEnd;
+    if (actions == null) return;
+    atEnd = null;
+    for (Runnable r : actions) runAction(r);
+  }
+
+  private void runAction(Runnable r) {
+    try {
+      r.run();
+    } catch (Throwable t) {
+      LOG.log(Level.ERROR, "an action at the end of " + where() + " failed", t);
+    }
+  }
+
+  /**
    * Has Vert.x call {@link #handle} when the response ends, for a response not ended by
    * {@link #endedOnLoop}'s callers: one taken lock per call (Vert.x's setter synchronizes on
    * the connection), so the common fixed response ended on the loop does without. Called by
@@ -222,10 +314,10 @@ final class Exchange extends AFn
       if (streamDone) return;
       streamDone = true;
     }
-    if (connection != null) ConnectionGuard.responseEnded(connection, this);
+    if (connection != null) connection.responseEnded(this);
     RequestBody b = body;
     if (b != null) b.discardRest();
-    RequestScope.requestOver(this);
+    over();
     if (closeAfter) req.connection().close();
   }
 
@@ -234,7 +326,7 @@ final class Exchange extends AFn
    * sent for it.
    */
   void connectionClosed() {
-    RequestScope.requestOver(this);
+    over();
   }
 
   /**
@@ -249,7 +341,7 @@ final class Exchange extends AFn
     if (closeAfter || h2) return;
     closeAfter = true;
     onLoop(() -> {
-      if (connection != null) connection.closing = true;
+      if (connection != null) connection.closeAfterAnswer();
     });
     if (!resp.headWritten()) {
       resp.headersEndHandler(v -> resp.headers().set(HttpHeaders.CONNECTION, HttpHeaders.CLOSE));

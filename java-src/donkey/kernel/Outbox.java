@@ -132,21 +132,14 @@ final class Outbox implements WorkerPool.HandBack {
         ConnectionGuard.State c = e.connection;
         if (c == null || !e.h2) {
           e.endPrepared();
-        } else if (c.preparedTail == null) {
-          c.preparedHead = c.preparedTail = e;
+        } else if (c.addPrepared(e)) {
           groups.add(c);
-        } else {
-          c.preparedTail.nextPrepared = e;
-          c.preparedTail = e;
         }
       }
       for (int i = 0; i < groups.size(); i++) {
-        ConnectionGuard.State c = groups.get(i);
-        Exchange x = c.preparedHead;
-        c.preparedHead = c.preparedTail = null;
+        Exchange x = groups.get(i).takePrepared();
         while (x != null) {
-          Exchange next = x.nextPrepared;
-          x.nextPrepared = null;
+          Exchange next = x.unlinkNext();
           x.endPrepared();
           x = next;
         }
@@ -178,7 +171,7 @@ final class Outbox implements WorkerPool.HandBack {
       Exchange next = h.state.current;
       long started;
       if (next != null && next.onWorker()
-          && ((started = next.startedAt) == 0 || now - started < youngNanos)
+          && ((started = next.startedAt()) == 0 || now - started < youngNanos)
           && now - h.heldSince < maxHoldNanos) {
         // look again when the hold is up, or when the next request may have become slow
         long d = h.heldSince + maxHoldNanos;

@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.config.Durations;
 import donkey.kernel.config.ServerConfig;
 import donkey.ring.BodyBuffer;
 import donkey.ring.BodyInputStream;

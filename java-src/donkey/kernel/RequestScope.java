@@ -1,7 +1,6 @@
 package donkey.kernel;
 
 import java.lang.System.Logger.Level;
-import java.util.ArrayList;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
@@ -16,11 +15,11 @@ import java.util.concurrent.RejectedExecutionException;
  *
  * <p>Threading: every method only while a non-blocking (async) handler runs, on its event
  * loop; elsewhere they decline, and the caller does the work itself (a sync handler's
- * middleware already runs on a worker, and can clean up in a {@code finally}). The kernel's
- * own calls ({@link #requestOver}) are on the request's event loop.
+ * middleware already runs on a worker, and can clean up in a {@code finally}).
  *
- * <p>The actions and the over flag are fields of the request's {@link Exchange}: this class
- * keeps no state of its own, and a request that registers nothing costs nothing here.
+ * <p>The actions and the over flag are the request's {@link Exchange}'s ({@link
+ * Exchange#atEnd}): this class keeps no state of its own, and a request that registers
+ * nothing costs nothing here.
  */
 public final class RequestScope {
   private static final System.Logger LOG = System.getLogger("donkey");
@@ -37,7 +36,7 @@ public final class RequestScope {
   public static boolean atEnd(Runnable action) {
     Exchange e = running();
     if (e == null) return false;
-    register(e, action);
+    e.atEnd(action);
     return true;
   }
 
@@ -53,7 +52,7 @@ public final class RequestScope {
     if (e == null) return false;
     ServerVerticle loop = e.loop();
     // on the loop when the pool has stopped
-    register(e, () -> {
+    e.atEnd(() -> {
       try {
         loop.workers.execute(action);
       } catch (RejectedExecutionException stopped) {
@@ -98,37 +97,7 @@ public final class RequestScope {
    */
   public static boolean isOver() {
     Exchange e = running();
-    return e != null && e.over;
-  }
-
-  /**
-   * Event loop: {@code e} is over (its response ended, its connection closed, or it became a
-   * WebSocket): runs its actions; one registered later runs at once ({@link #register}).
-   */
-  static void requestOver(Exchange e) {
-    e.over = true;
-    ArrayList<Runnable> actions = e.atEnd;
-    if (actions == null) return;
-    e.atEnd = null;
-    for (Runnable r : actions) run(e, r);
-  }
-
-  /** Event loop: has {@code action} run once {@code e} is over; at once when it is already. */
-  static void register(Exchange e, Runnable action) {
-    if (e.over) {
-      run(e, action);
-      return;
-    }
-    if (e.atEnd == null) e.atEnd = new ArrayList<>(2);
-    e.atEnd.add(action);
-  }
-
-  private static void run(Exchange e, Runnable r) {
-    try {
-      r.run();
-    } catch (Throwable t) {
-      LOG.log(Level.ERROR, "an action at the end of " + e.where() + " failed", t);
-    }
+    return e != null && e.isOver();
   }
 
   /**

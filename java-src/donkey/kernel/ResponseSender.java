@@ -239,7 +239,7 @@ final class ResponseSender {
    */
   private static void closing(Exchange x) {
     ConnectionGuard.State c = x.connection;
-    if (c != null && !x.h2) x.onLoop(() -> c.closing = true);
+    if (c != null && !x.h2) x.onLoop(c::closeAfterAnswer);
   }
 
   /**

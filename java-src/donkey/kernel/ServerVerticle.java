@@ -3,8 +3,10 @@ package donkey.kernel;
 import donkey.kernel.config.ServerConfig;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.http2.Http2Limits;
 import donkey.kernel.tls.TlsContextFactory;
 import donkey.kernel.tls.TlsOptions;
+import donkey.kernel.websocket.WebSockets;
 import donkey.kernel.workers.WorkerPool;
 import donkey.kernel.workers.Workers;
 import io.netty.channel.EventLoop;
@@ -88,9 +90,8 @@ final class ServerVerticle extends VerticleBase {
     return (Exchange) RUNNING.getOpaque(this);
   }
   private final ConnectionGuard guard;
-  /** This loop's open WebSockets, for the idle sweep and the stop. Loop-confined. */
-  final java.util.Set<WebSocketSession> webSockets =
-      java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+  /** This loop's WebSockets, for the upgrade, the idle sweep and the stop. */
+  final WebSockets webSockets;
   /** {@code :ws-allowed-origins} in lower case, or null for any origin. */
   final java.util.Set<String> wsOrigins;
   /**
@@ -121,6 +122,7 @@ final class ServerVerticle extends VerticleBase {
   ServerVerticle(ServerConfig config, WorkerPool workers, int port, int tlsPort,
                  ServerSSLOptions tls, ConnectionCount connections) {
     this.config = config;
+    this.webSockets = new WebSockets(config, this::handOffTask);
     this.workers = workers;
     this.yieldAfterHandOff = !workers.virtual();
     this.port = port;
@@ -160,8 +162,8 @@ final class ServerVerticle extends VerticleBase {
     HttpDate.refresh();
     timer = vertx.setPeriodic(1000, id -> HttpDate.refresh());
     sweeper = vertx.setPeriodic(ConnectionGuard.sweepPeriodMs(config), id -> guard.sweep());
-    long wsPeriod = wsSweepPeriodMs(config);
-    if (wsPeriod > 0) wsSweeper = vertx.setPeriodic(wsPeriod, id -> sweepWebSockets());
+    long wsPeriod = WebSockets.sweepPeriodMs(config);
+    if (wsPeriod > 0) wsSweeper = vertx.setPeriodic(wsPeriod, id -> webSockets.sweep());
     HttpServerOptions opts = new HttpServerOptions()
         .setMaxInitialLineLength(config.maxInitialLineLength)
         .setMaxHeaderSize(config.maxHeaderSize)
@@ -239,9 +241,7 @@ final class ServerVerticle extends VerticleBase {
     vertx.cancelTimer(timer);
     vertx.cancelTimer(sweeper);
     if (wsSweeper >= 0) vertx.cancelTimer(wsSweeper);
-    for (WebSocketSession ws : webSockets.toArray(new WebSocketSession[0])) {
-      ws.closeLocally(1001, "server shutting down");
-    }
+    webSockets.closeAll(1001, "server shutting down");
     List<Future<?>> shut = new ArrayList<>(2);
     if (http != null) shut.add(http.shutdown(Duration.ofMillis(shutdownGraceMs)));
     if (https != null) shut.add(https.shutdown(Duration.ofMillis(shutdownGraceMs)));
@@ -271,15 +271,11 @@ final class ServerVerticle extends VerticleBase {
    * {@code HTTP/} something gets 400.
    */
   private void request(HttpServerRequest r, ConnectionGuard.State s) {
-    if (s != null) s.started++;
-    if (s != null && s.closing) {
-      // pipelined behind an answer that closes the connection: never served
-      s.ended++;
-      return;
-    }
+    // (one pipelined behind an answer that closes the connection is never served)
+    if (s != null && !s.arrived()) return;
     HttpVersion v = r.version();
     if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0 && v != HttpVersion.HTTP_2) {
-      if (s != null) s.closing = true;
+      if (s != null) s.closeAfterAnswer();
       if (VertxInternals.protocol(r).startsWith("HTTP/")) {
         answers.raw(r.connection(), 505, "HTTP Version Not Supported");
       } else {
@@ -300,11 +296,11 @@ final class ServerVerticle extends VerticleBase {
   private void invalid(HttpServerRequest r) {
     HttpConnection c = r.connection();
     ConnectionGuard.State s = guard.requestStarted(c);
-    if (s != null && s.closing) {
+    if (s != null && s.isClosing()) {
       c.close();
       return;
     }
-    if (s != null) s.closing = true;
+    if (s != null) s.closeAfterAnswer();
     Throwable cause = r.decoderResult().cause();
     if (cause instanceof TooLongHttpLineException) {
       answers.raw(c, 414, "URI Too Long");
@@ -396,28 +392,6 @@ final class ServerVerticle extends VerticleBase {
   /** Event loop: connection {@code c} has become a WebSocket on {@code channel}. */
   void upgraded(HttpConnection c, io.netty.channel.Channel channel) {
     guard.upgraded(c, channel);
-  }
-
-  /**
-   * How often this loop's WebSockets are swept: a quarter of the shorter of
-   * {@code :ws-idle-timeout} and {@code :ws-ping-interval}, within 50..1000 ms; 0 when both
-   * are off.
-   */
-  static long wsSweepPeriodMs(ServerConfig config) {
-    long shortest = Long.MAX_VALUE;
-    if (config.wsIdleTimeoutMs > 0) shortest = config.wsIdleTimeoutMs;
-    if (config.wsPingIntervalMs > 0) shortest = Math.min(shortest, config.wsPingIntervalMs);
-    if (shortest == Long.MAX_VALUE) return 0;
-    return Math.max(50, Math.min(1000, shortest / 4));
-  }
-
-  /** Event loop: the idle and ping checks of this loop's WebSockets ({@link WebSocketSession#sweep}). */
-  private void sweepWebSockets() {
-    if (webSockets.isEmpty()) return;
-    long now = System.nanoTime();
-    long idle = Durations.nanos(config.wsIdleTimeoutMs);
-    long ping = Durations.nanos(config.wsPingIntervalMs);
-    for (WebSocketSession ws : webSockets.toArray(new WebSocketSession[0])) ws.sweep(now, idle, ping);
   }
 
   /** The port this loop's plaintext server is bound to, or -1 without one. */

@@ -4,6 +4,9 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import donkey.kernel.config.ServerConfig;
 import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.websocket.WebSocket;
+import donkey.kernel.websocket.WebSocketListener;
+import donkey.kernel.websocket.WebSockets;
 import donkey.ring.ResponseMap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -101,7 +104,7 @@ final class WebSocketUpgrade {
           + "with Connection: upgrade");
       return;
     }
-    if (x.body != null) {
+    if (x.body() != null) {
       ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket handshake has no body");
       return;
     }
@@ -165,23 +168,23 @@ final class WebSocketUpgrade {
     }
     // nothing is read until the 101 is out and on-open has run
     ch.config().setAutoRead(false);
-    WebSocket ws = new WebSocket(loop, ch, listener, x.async() ? null : loop.workers, x.where());
+    WebSocket ws = loop.webSockets.socket(ch, listener, x.async() ? null : loop.workers, x.where());
     // text is validated once inflated; WebSocket sends the close for invalid UTF-8
     Utf8FrameValidator utf8 = new Utf8FrameValidator(false);
     if (deflate != null) {
-      VertxInternals.becomeWebSocket(c, ws.session, deflate.newExtensionDecoder(),
+      VertxInternals.becomeWebSocket(c, WebSockets.handler(ws), deflate.newExtensionDecoder(),
           deflate.newExtensionEncoder(), utf8);
     } else {
-      VertxInternals.becomeWebSocket(c, ws.session, utf8);
+      VertxInternals.becomeWebSocket(c, WebSockets.handler(ws), utf8);
     }
     loop.upgraded(c, ch);
     // the request is over (its RequestScope actions run) without an HTTP response end
     ConnectionGuard.State s = x.connection;
-    if (s != null && s.current == x) s.current = null;
-    RequestScope.requestOver(x);
+    if (s != null) s.leftHttp(x);
+    x.over();
     shaken.addListener(f -> {
       if (f.isSuccess()) {
-        ws.session.opened(System.nanoTime());
+        WebSockets.opened(ws, System.nanoTime());
       } else {
         LOG.log(Level.DEBUG, "the WebSocket handshake of {0} could not be written", x.where());
         ch.close();
@@ -248,6 +251,6 @@ final class WebSocketUpgrade {
     HttpConnection c = x.connection();
     if (x.request().method() != HttpMethod.GET || !VertxInternals.holdInput(c)) return;
     Http1ServerConfig http1 = x.loop().http1;
-    RequestScope.register(x, () -> VertxInternals.resumeHttp(c, http1));
+    x.atEnd(() -> VertxInternals.resumeHttp(c, http1));
   }
 }

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.http2;
 
 import donkey.kernel.config.ServerConfig;
 import io.vertx.core.http.Http2Settings;
@@ -9,7 +9,7 @@ import io.vertx.core.http.Http2Settings;
  * larger header block than announced is a protocol error that ends the stream or the
  * connection).
  */
-final class Http2Limits {
+public final class Http2Limits {
   private Http2Limits() {}
 
   /**
@@ -18,7 +18,7 @@ final class Http2Limits {
    * 4 KiB, so a client's compressed headers cannot claim more of the server's memory than that
    * per connection. No server push.
    */
-  static Http2Settings settings(ServerConfig config) {
+  public static Http2Settings settings(ServerConfig config) {
     return new Http2Settings()
         .setMaxConcurrentStreams(config.h2MaxConcurrentStreams)
         .setMaxFrameSize(config.h2MaxFrameSize)

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.websocket;
 
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
@@ -56,7 +56,7 @@ public final class WebSocketListener {
    * @param adapter null when {@code ring.websocket.protocols} is not on the classpath
    * @throws IllegalArgumentException when the listener is neither
    */
-  static WebSocketListener of(Object listener, IFn adapter) {
+  public static WebSocketListener of(Object listener, IFn adapter) {
     if (listener instanceof IPersistentMap && !(listener instanceof IRecord)) {
       IPersistentMap m = (IPersistentMap) listener;
       return new WebSocketListener(fn(m, ON_OPEN), fn(m, ON_MESSAGE), fn(m, ON_PING),

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.websocket;
 
 import clojure.lang.IFn;
 import donkey.kernel.config.ServerConfig;
@@ -29,8 +29,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The connection side of a {@link WebSocket}: the Netty handler that takes the place of
- * Vert.x's HTTP handler once the handshake is done ({@link WebSocketUpgrade}), with the
- * socket's state machine (open, closing, closed), the close handshake and its wait, the idle
+ * Vert.x's HTTP handler once the handshake is done (the kernel's {@code WebSocketUpgrade}), with
+ * the socket's state machine (open, closing, closed), the close handshake and its wait, the idle
  * sweep, and the listener's callbacks in their order. {@link WebSocket} describes what it does
  * with frames and when each callback runs. Frame handling, the close handshake and the sweep
  * stay in one class because they read and write the same loop-confined close state.
@@ -48,7 +48,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
   static final long CLOSE_WAIT_MS = 5_000;
 
   private final WebSocket socket;
-  private final ServerVerticle loop;
+  private final WebSockets loop;
   private final Channel channel;
   private final WebSocketListener listener;
   /** Runs callbacks for a sync handler's socket; null: on the event loop. */
@@ -81,7 +81,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
   private long activeAt;
   private long pingedAt;
 
-  WebSocketSession(WebSocket socket, ServerVerticle loop, Channel channel,
+  WebSocketSession(WebSocket socket, WebSockets loop, Channel channel,
                    WebSocketListener listener, WorkerPool workers, WebSocketSendQueue queue,
                    String where) {
     this.socket = socket;
@@ -91,7 +91,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     this.queue = queue;
     this.where = where;
     this.callbacks = workers == null ? null
-        : new WebSocketCallbacks(workers, loop::handOffTask, () -> onLoop(this::resumeReading));
+        : new WebSocketCallbacks(workers, loop.handOff, () -> onLoop(this::resumeReading));
     ServerConfig cfg = loop.config;
     this.messages = new WebSocketMessages(ServerConfig.wsLimit(cfg.wsMaxTextSize),
         ServerConfig.wsLimit(cfg.wsMaxBinarySize));
@@ -103,7 +103,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     opened = true;
     queue.open();
     readAt = activeAt = pingedAt = now;
-    loop.webSockets.add(this);
+    loop.open.add(this);
     dispatch(listener.onOpen, null, 0);
     // frames the client sent right behind its upgrade request, then what is read after them
     VertxInternals.releaseInput(channel);
@@ -306,7 +306,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
     cancelCloseWait();
     cancelAnswerWait();
     messages.drop();
-    loop.webSockets.remove(this);
+    loop.open.remove(this);
     if (!opened) return;
     int code;
     String reason;
@@ -443,7 +443,7 @@ final class WebSocketSession extends ChannelInboundHandlerAdapter {
 
   /** Any thread: runs {@code r} on the loop, now when called there. */
   void onLoop(Runnable r) {
-    if (Thread.currentThread() == loop.thread) {
+    if (channel.eventLoop().inEventLoop()) {
       r.run();
     } else {
       try {

@@ -1,5 +1,6 @@
-package donkey.kernel;
+package donkey.kernel.websocket;
 
+import donkey.kernel.config.Durations;
 import io.netty.handler.codec.http.websocketx.WebSocketFrame;
 import java.io.IOException;
 import java.io.InterruptedIOException;

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.websocket;
 
 import clojure.lang.IFn;
 import donkey.kernel.config.ServerConfig;
@@ -23,8 +23,8 @@ import java.util.concurrent.RejectedExecutionException;
  * {@code ring.websocket.protocols/Socket} and {@code AsyncSocket} to this class when ring-core
  * 1.11+ is on the classpath; {@code donkey.websocket} has the same operations as functions).
  * Its connection side, the Netty handler that replaces the connection's HTTP handler once the
- * handshake is done ({@link WebSocketUpgrade}), is its {@link WebSocketSession}; what this
- * class does is send, within the bound of its {@link WebSocketSendQueue}.
+ * handshake is done (the kernel's {@code WebSocketUpgrade}), is its {@link WebSocketSession};
+ * what this class does is send, within the bound of its {@link WebSocketSendQueue}.
  *
  * <p>What it does with frames: fragments are reassembled into one message (a String for text,
  * a heap ByteBuffer for binary) within {@code :ws-max-text-size} / {@code :ws-max-binary-size},
@@ -60,7 +60,6 @@ import java.util.concurrent.RejectedExecutionException;
 public final class WebSocket {
   private static final System.Logger LOG = System.getLogger("donkey");
 
-  private final ServerVerticle loop;
   private final Channel channel;
   private final WebSocketSendQueue queue;
   /** The connection side, the handler in the pipeline. */
@@ -68,9 +67,8 @@ public final class WebSocket {
   /** The request line's target, for log lines. */
   private final String where;
 
-  WebSocket(ServerVerticle loop, Channel channel, WebSocketListener listener,
+  WebSocket(WebSockets loop, Channel channel, WebSocketListener listener,
             WorkerPool workers, String where) {
-    this.loop = loop;
     this.channel = channel;
     this.where = where;
     // a sender waits for room at most as long as the socket may idle, else the connection
@@ -103,7 +101,7 @@ public final class WebSocket {
    */
   public void send(Object message) throws IOException {
     WebSocketFrame f = dataFrame(message);
-    queue.reserve(f, Thread.currentThread() != loop.thread);
+    queue.reserve(f, !channel.eventLoop().inEventLoop());
     write(f, null, null, true);
   }
 
@@ -134,14 +132,14 @@ public final class WebSocket {
    */
   public void ping(ByteBuffer data) throws IOException {
     WebSocketFrame f = new PingWebSocketFrame(control(data));
-    queue.reserve(f, Thread.currentThread() != loop.thread);
+    queue.reserve(f, !channel.eventLoop().inEventLoop());
     write(f, null, null, false);
   }
 
   /** Any thread: sends an unsolicited pong with {@code data}, as {@link #ping}. */
   public void pong(ByteBuffer data) throws IOException {
     WebSocketFrame f = new PongWebSocketFrame(control(data));
-    queue.reserve(f, Thread.currentThread() != loop.thread);
+    queue.reserve(f, !channel.eventLoop().inEventLoop());
     write(f, null, null, false);
   }
 
@@ -209,7 +207,7 @@ public final class WebSocket {
    */
   private void write(WebSocketFrame f, IFn succeed, IFn fail, boolean application) {
     long n = f.content().readableBytes();
-    if (Thread.currentThread() == loop.thread) {
+    if (channel.eventLoop().inEventLoop()) {
       session.write(f, n, succeed, fail, application);
       return;
     }

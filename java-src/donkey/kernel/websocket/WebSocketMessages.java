@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.websocket;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;

@@ -1,4 +1,4 @@
-package donkey.kernel;
+package donkey.kernel.websocket;
 
 import donkey.kernel.workers.WorkerPool;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -31,7 +31,7 @@ final class WebSocketCallbacks implements Runnable {
   private final WorkerPool workers;
   /**
    * Event loop: queues this for the workers without waking one; the loop wakes one for all
-   * it queued in the same iteration ({@link ServerVerticle#handOffTask}).
+   * it queued in the same iteration ({@link WebSockets#handOff}).
    */
   private final java.util.function.Consumer<Runnable> handOff;
   /** Has the loop call {@link #resume}; runs at most once until that call. */
