@@ -28,10 +28,15 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * handler run in the handler's mode, and it is answered exactly once: by the handler's
  * response ({@link ResponseSender}), by its failure or the kernel's own answer to bad input
  * ({@link ErrorAnswers}), or by a timeout ({@link TimeoutAnswer}); the connection's
- * bookkeeping then runs when the response ends ({@link RequestScope}'s actions with it).
+ * bookkeeping then runs when the response ends, with the actions registered to run when the
+ * request is over ({@link #atEnd}).
+ *
+ * <p>Every transition that answers claims the request first ({@link #claim}), here or in its
+ * caller, so a second answer is dropped and logged ({@link #late}); the classes above write
+ * an answer once claimed, and what admission finds reaches this class through its methods.
  *
  * <p>Past 400 lines because the sync, async and timeout paths all turn on the answered-once
- * fields here; what does not is in the classes above.
+ * fields here, and the request's own state is written here alone.
  *
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
  * worker pool; an async handler runs on the event loop and its {@code respond}/{@code raise}
