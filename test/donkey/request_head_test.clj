@@ -111,6 +111,26 @@
                (:headers (served "GET / HTTP/1.1\r\nHost: x\r\nX-Empty:\r\n\r\n")))
             "an empty value is fine")))))
 
+(deftest the-head-check-reads-header-names-in-any-case
+  ;; the head check compares names to Netty's constants; the decoder hands those out for
+  ;; well-known names in their usual case, and any other casing must still be recognised
+  (with-server (fn [req] {:status 200 :body (if (:body req) (slurp (:body req)) "")}) opts
+    (testing "Host"
+      (is (refused? "GET / HTTP/1.1\r\nHOST: a\r\nhost: b\r\n\r\n") "two Host lines, cased apart")
+      (is (= [200] (statuses (:resp (exchange "GET / HTTP/1.1\r\nhOsT: x\r\n\r\n"))))))
+    (testing "Content-Length and Transfer-Encoding"
+      (is (str/ends-with? (:resp (exchange "POST / HTTP/1.1\r\nHost: x\r\nCONTENT-LENGTH: 5\r\n\r\nhello"))
+                          "hello"))
+      (is (str/ends-with? (:resp (exchange (str "POST / HTTP/1.1\r\nHost: x\r\nTRANSFER-encoding: chunked"
+                                                "\r\n\r\n5\r\nhello\r\n0\r\n\r\n")))
+                          "hello"))
+      (is (refused? "POST / HTTP/1.1\r\nHost: x\r\nCONTENT-length: 3\r\nTransfer-ENCODING: chunked\r\n\r\n")
+          "both framings, in any case"))
+    (testing "Connection: close"
+      (let [r (exchange "GET / HTTP/1.1\r\nHost: x\r\nCONNECTION: close\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")]
+        (is (= [200] (statuses (:resp r))) "the request behind it is not served")
+        (is (closed? r))))))
+
 (deftest refusals-answer-with-http-1-1
   (with-server echo (assoc opts :max-initial-line-length 256 :max-header-size 512)
     (doseq [[what data status] [["an unparseable request line" "GARBAGE\r\n\r\n" 400]
