@@ -8,8 +8,10 @@
 # Two tests per server:
 #   json        GET /json on CONNECTIONS keep-alive connections: HTTPS throughput, req/s
 #   handshake   GET /plaintext with `Connection: close` on HS_CONNECTIONS connections: each
-#               request is a new TCP connection and a full TLS handshake (wrk resumes no
-#               session), so req/s is handshakes per second
+#               request is a new TCP connection and a TLS handshake, so req/s is handshakes
+#               per second. wrk resumes each connection's TLS 1.3 session (a pre-shared key
+#               with a fresh key exchange; the server signs no certificate): these are
+#               resumed handshakes. Full ones: bench/protocols.sh's handshake test
 # RUNS rounds, the engines interleaved (jdk openssl jdk openssl ...), a fresh JVM per engine per
 # round, a WARMUP-second wrk run before each measured one; the table gives medians, min..max and
 # the OpenSSL/JDK ratio of the medians. Each measured run records the load average. Exits
