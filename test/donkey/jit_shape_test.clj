@@ -2,7 +2,9 @@
   "Shapes of kernel methods that the JIT's warm-up depends on. `Admission.start`, the request
   path's entry from Vert.x, must stay over C2's FreqInlineSize (325 bytes of bytecode by
   default): then C2 compiles it as a unit of its own rather than into every Vert.x and Netty
-  frame above it, which made a fresh server take seconds longer to reach its peak."
+  frame above it, which made a fresh server take seconds longer to reach its peak. The same
+  holds for `ResponseSender.send`, the response path's entry: over that size it is compiled
+  once on its own, not again inside the request path's unit that reaches C2 before it."
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is]]))
@@ -34,3 +36,11 @@
     (is (< freq-inline-size n)
         (str "Admission.start has " n " bytes of bytecode: keep it over " freq-inline-size
              ", so that C2 compiles the request path as its own unit"))))
+
+(deftest response-sender-send-is-not-inlined-into-dispatch
+  (let [n (code-length "donkey.kernel.ResponseSender"
+                       "static void send(donkey.kernel.Exchange, java.lang.Object)")]
+    (is (some? n) "javap shows ResponseSender.send")
+    (is (< freq-inline-size n)
+        (str "ResponseSender.send has " n " bytes of bytecode: keep it over " freq-inline-size
+             ", so that C2 compiles the response path as its own unit"))))

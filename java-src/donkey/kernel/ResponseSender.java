@@ -34,7 +34,15 @@ final class ResponseSender {
 
   private ResponseSender() {}
 
-  /** Any thread: sends {@code response} from the right thread for its body. */
+  /**
+   * Any thread: sends {@code response} from the right thread for its body.
+   *
+   * <p>One method, the write from the calling thread included, on purpose: at its size C2 will
+   * not inline it into the handler's dispatch, so the response path below it (the response
+   * map's headers, Vert.x's end and write queue) is compiled once, as its own unit, instead of
+   * again inside each larger unit that reaches C2 before it while the JIT warms up.
+   * donkey.jit-shape-test guards it.
+   */
   static void send(Exchange x, Object response) {
     ServerVerticle loop = x.loop();
     ResponseMap.Kind kind;
@@ -46,6 +54,7 @@ final class ResponseSender {
       return;
     }
     IPersistentMap r = (IPersistentMap) response;
+    boolean onLoop = Thread.currentThread() == loop.thread;
     if (kind == ResponseMap.Kind.STREAM) {
       // streamed by a worker, which waits while the client does not read: never by the event
       // loop, nor by the thread that called respond (an application's callback or go-block
@@ -60,9 +69,9 @@ final class ResponseSender {
           x.onLoop(() -> ErrorAnswers.closeWith(x, 503, "Service Unavailable"));
         }
       }
-    } else if (kind == ResponseMap.Kind.CHANNEL) {
-      x.onLoop(() -> writeNow(x, r, kind));
-    } else if (kind == ResponseMap.Kind.FIXED && Thread.currentThread() == loop.thread) {
+      return;
+    }
+    if (kind == ResponseMap.Kind.FIXED && onLoop) {
       // the loop's own fixed answer (a non-blocking handler's, the common one): written here,
       // with no end handler
       if (closed(x)) return;
@@ -72,20 +81,23 @@ final class ResponseSender {
       } catch (Throwable t) {
         ErrorAnswers.fail(x, t);
       }
-    } else if (kind == ResponseMap.Kind.FIXED && loop.workers.isWorkerThread()) {
-      prepare(x, r);
-    } else if (kind == ResponseMap.Kind.WEBSOCKET) {
-      WebSocketUpgrade.later(x, r);
-    } else {
-      writeNow(x, r, kind);
+      return;
     }
-  }
-
-  /**
-   * Any thread but the loop for a FIXED body (the event loop for a CHANNEL body): writes a
-   * fixed, file or channel body, with Vert.x's end handler doing the end's bookkeeping.
-   */
-  private static void writeNow(Exchange x, IPersistentMap r, ResponseMap.Kind kind) {
+    if (kind == ResponseMap.Kind.FIXED && loop.workers.isWorkerThread()) {
+      prepare(x, r);
+      return;
+    }
+    if (kind == ResponseMap.Kind.WEBSOCKET) {
+      WebSocketUpgrade.later(x, r);
+      return;
+    }
+    if (kind == ResponseMap.Kind.CHANNEL && !onLoop) {
+      // a channel body is opened on the loop: sent again from there
+      x.onLoop(() -> send(x, r));
+      return;
+    }
+    // a fixed body from another thread, a file, or a channel body on the loop: written from
+    // this thread, with Vert.x's end handler doing the end's bookkeeping
     if (closed(x)) return;
     try {
       x.watchEnd();
@@ -94,7 +106,7 @@ final class ResponseSender {
         return;
       }
       HttpServerResponse resp = x.response();
-      ResponseWriter.writeHead(resp, r, x.loop().answers.date(), x.loop().serverHeader, x);
+      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, x);
       int framing = framing(x, resp.getStatusCode());
       Object b = r.valAt(ResponseMap.BODY);
       if (kind == ResponseMap.Kind.FILE) {
