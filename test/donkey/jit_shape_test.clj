@@ -4,7 +4,11 @@
   default): then C2 compiles it as a unit of its own rather than into every Vert.x and Netty
   frame above it, which made a fresh server take seconds longer to reach its peak. The same
   holds for `ResponseSender.send`, the response path's entry: over that size it is compiled
-  once on its own, not again inside the request path's unit that reaches C2 before it."
+  once on its own, not again inside the request path's unit that reaches C2 before it. And
+  for `HeadCheck.headerLines`, the scan of the header lines: a request shape the JIT has not
+  seen (a Connection line, a browser's dozen headers) deoptimizes that scan alone; inlined,
+  it took the request path's entry down with it, whose recompile then called the callees
+  compiled meanwhile instead of inlining them."
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is]]))
@@ -44,3 +48,11 @@
     (is (< freq-inline-size n)
         (str "ResponseSender.send has " n " bytes of bytecode: keep it over " freq-inline-size
              ", so that C2 compiles the response path as its own unit"))))
+
+(deftest header-scan-is-its-own-unit
+  (let [n (code-length "donkey.kernel.HeadCheck"
+                       "java.lang.String headerLines(io.vertx.core.MultiMap, io.vertx.core.http.HttpVersion, java.lang.String)")]
+    (is (some? n) "javap shows HeadCheck.headerLines")
+    (is (< freq-inline-size n)
+        (str "HeadCheck.headerLines has " n " bytes of bytecode: keep it over " freq-inline-size
+             ", so that a request shape the JIT has not seen deoptimizes the header scan alone"))))

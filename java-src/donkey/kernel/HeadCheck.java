@@ -79,20 +79,7 @@ final class HeadCheck {
       if (bad != null) return bad;
       validTarget = uri;
     }
-    MultiMap lines = req.headers();
-    // the decoded lines themselves, in order, without a String made of each name
-    Iterator<Map.Entry<CharSequence, CharSequence>> it = VertxInternals.lines(lines);
-    String bad = it != null ? scan(it) : scan(lines);
-    if (bad != null) return bad;
-    int hosts = this.hosts;
-    if (hosts > 1) return "Bad Request: more than one Host header";
-    if (hosts == 0) {
-      if (req.version() == HttpVersion.HTTP_1_1) return "Bad Request: no Host header";
-    } else if (!validHost(host) && !(host.isEmpty() && absoluteForm(uri))) {
-      // (an absolute-form target names the host itself; Host is then ignored: RFC 9112 3.2.2)
-      return "Bad Request: invalid Host header";
-    }
-    return null;
+    return headerLines(req.headers(), req.version(), uri);
   }
 
   /** True when the head {@link #check} saw last had a Host line. */
@@ -113,52 +100,73 @@ final class HeadCheck {
 
   /**
    * The header lines as Netty decoded them: {@link #host}, {@link #hosts} and the framing and
-   * connection fields. Its own method so that {@link #check} stays small enough to inline.
-   * Names are compared with Netty's own AsciiString constants: the same instance when the
-   * decoder hands out its constant for a well-known name, else a comparison of bytes, where a
-   * String would be read char by char (which the interpreter and C1 pay for per request).
+   * connection fields, then the Host checks. Names are compared with Netty's own AsciiString
+   * constants: the same instance when the decoder hands out its constant for a well-known
+   * name, else a comparison of bytes, where a String would be read char by char (which the
+   * interpreter and C1 pay for per request).
+   *
+   * <p>Kept over C2's inlining size ({@code donkey.jit-shape-test}), so it is compiled on its
+   * own: a request shape the JIT has not seen yet (a Connection line, a browser's dozen
+   * headers) then deoptimizes this scan alone, not the request path that calls it, whose
+   * recompile would find its callees already compiled apart and call them instead.
    *
    * @return null, or the reason for a 400
    */
-  private String scan(Iterator<Map.Entry<CharSequence, CharSequence>> it) {
+  private String headerLines(MultiMap lines, HttpVersion version, String uri) {
+    // the decoded lines themselves, in order, without a String made of each name
+    Iterator<Map.Entry<CharSequence, CharSequence>> it = VertxInternals.lines(lines);
     String host = null;
     int hosts = 0;
-    while (it.hasNext()) {
-      Map.Entry<CharSequence, CharSequence> line = it.next();
-      CharSequence name = line.getKey();
-      int n = name.length();
-      if (n == 4) {
-        if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.HOST) && hosts++ == 0) {
-          host = line.getValue().toString();
+    if (it == null) {
+      String bad = scan(lines);
+      if (bad != null) return bad;
+      host = this.host;
+      hosts = this.hosts;
+    } else {
+      while (it.hasNext()) {
+        Map.Entry<CharSequence, CharSequence> line = it.next();
+        CharSequence name = line.getKey();
+        int n = name.length();
+        if (n == 4) {
+          if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.HOST) && hosts++ == 0) {
+            host = line.getValue().toString();
+          }
+        } else if (n == 10) {
+          if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.CONNECTION)) {
+            close |= listsClose(line.getValue());
+          }
+        } else if (n == 7) {
+          if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.UPGRADE)) {
+            websocket |= HeaderLines.lists(line.getValue(), "websocket");
+          }
+        } else if (n == 14) {
+          if (contentLength == null
+              && AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.CONTENT_LENGTH)) {
+            contentLength = line.getValue().toString();
+          }
+        } else if (n == 17) {
+          if (transferEncoding == null
+              && AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.TRANSFER_ENCODING)) {
+            transferEncoding = line.getValue().toString();
+          }
+        } else if (n == 0) {
+          return "Bad Request: a header line without a name";
         }
-      } else if (n == 10) {
-        if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.CONNECTION)) {
-          close |= listsClose(line.getValue());
-        }
-      } else if (n == 7) {
-        if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.UPGRADE)) {
-          websocket |= HeaderLines.lists(line.getValue(), "websocket");
-        }
-      } else if (n == 14) {
-        if (contentLength == null
-            && AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.CONTENT_LENGTH)) {
-          contentLength = line.getValue().toString();
-        }
-      } else if (n == 17) {
-        if (transferEncoding == null
-            && AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.TRANSFER_ENCODING)) {
-          transferEncoding = line.getValue().toString();
-        }
-      } else if (n == 0) {
-        return "Bad Request: a header line without a name";
       }
+      this.host = host;
+      this.hosts = hosts;
     }
-    this.host = host;
-    this.hosts = hosts;
+    if (hosts > 1) return "Bad Request: more than one Host header";
+    if (hosts == 0) {
+      if (version == HttpVersion.HTTP_1_1) return "Bad Request: no Host header";
+    } else if (!validHost(host) && !(host.isEmpty() && absoluteForm(uri))) {
+      // (an absolute-form target names the host itself; Host is then ignored: RFC 9112 3.2.2)
+      return "Bad Request: invalid Host header";
+    }
     return null;
   }
 
-  /** {@link #scan(Iterator)} for a header map that is not Netty's: its String view. */
+  /** {@link #headerLines}'s scan for a header map that is not Netty's: its String view. */
   private String scan(MultiMap lines) {
     String host = null;
     int hosts = 0;
