@@ -4,7 +4,6 @@ import donkey.kernel.config.ServerConfig;
 import donkey.ring.RequestMap;
 import donkey.route.Route;
 import donkey.route.Router;
-import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
 import java.lang.System.Logger.Level;
@@ -130,13 +129,7 @@ final class Admission {
       x.runs(cfg.notFound, false, null, null);
       return true;
     }
-    if (!x.claim()) return false;
-    if (m.allow != null) x.response().putHeader(HttpHeaders.ALLOW, m.allow);
-    if (hasBody) {
-      ErrorAnswers.closeWith(x, m.status, m.message);
-    } else {
-      ErrorAnswers.plain(x, m.status, m.message);
-    }
+    x.refuse(m.status, m.message, m.allow, hasBody);
     return false;
   }
 }

@@ -9,7 +9,7 @@ import java.lang.System.Logger.Level;
  * What the kernel sends for a request in place of its handler's response: for a handler's
  * failure, the route table's {@code :error-handler} answer or a plain 500; for what the kernel
  * refuses, a short text answer ({@link PlainAnswers}) that closes the connection or keeps it.
- * The caller has claimed the answer ({@link Exchange#claim}); these decide only what is sent
+ * The exchange has claimed its answer before any of these runs; these decide only what is sent
  * and what becomes of the connection: on HTTP/1.x it is closed, gracefully or at once; on
  * HTTP/2 only the request's stream is reset.
  *

@@ -31,9 +31,10 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * bookkeeping then runs when the response ends, with the actions registered to run when the
  * request is over ({@link #atEnd}).
  *
- * <p>Every transition that answers claims the request first ({@link #claim}), here or in its
- * caller, so a second answer is dropped and logged ({@link #late}); the classes above write
- * an answer once claimed, and what admission finds reaches this class through its methods.
+ * <p>Every transition that answers is a method here that claims the request first
+ * ({@link #claim}, which no other class can call), so a second answer is dropped and logged
+ * ({@link #late}); the classes above only write an answer once claimed, and what admission
+ * finds reaches this class through its methods.
  *
  * <p>Past 400 lines because the sync, async and timeout paths all turn on the answered-once
  * fields here, and the request's own state is written here alone.
@@ -151,21 +152,69 @@ final class Exchange extends AFn
     return req.connection();
   }
 
-  /** Any thread: claims the answer; false when the request was already answered. */
-  boolean claim() {
+  /**
+   * Any thread: claims the answer; false when the request was already answered. Only this
+   * class claims: every transition that answers is a method here.
+   */
+  private boolean claim() {
     return ANSWERED.compareAndSet(this, 0, 1);
   }
 
   /**
-   * Event loop: claims the answer, then sends {@code status} with {@code reason} as a short
-   * text body and closes the connection after it (the stream alone on HTTP/2); nothing when
-   * the request has been answered already.
+   * Any thread: claims the answer, then sends {@code status} with {@code reason} as a short
+   * text body (on the loop) and closes the connection after it (the stream alone on HTTP/2);
+   * nothing when the request has been answered already.
    *
    * @return true when this call answered
    */
   boolean refuse(int status, String reason) {
     if (!claim()) return false;
-    ErrorAnswers.closeWith(this, status, reason);
+    onLoop(() -> ErrorAnswers.closeWith(this, status, reason));
+    return true;
+  }
+
+  /**
+   * Event loop: claims the answer, then sends {@code status} with {@code reason} as a short
+   * text body, with an {@code Allow} header when {@code allow} is not null; the connection is
+   * closed after it when {@code close} (a body that would follow is not read), else kept.
+   *
+   * @return true when this call answered
+   */
+  boolean refuse(int status, String reason, String allow, boolean close) {
+    if (!claim()) return false;
+    if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
+    if (close) {
+      ErrorAnswers.closeWith(this, status, reason);
+    } else {
+      ErrorAnswers.plain(this, status, reason);
+    }
+    return true;
+  }
+
+  /**
+   * Any thread: the request's body could not be read (bad chunk framing, a vanished client):
+   * claims the answer and, on HTTP/1.x, answers 400 and closes the connection. An HTTP/2
+   * stream whose body fails is being reset (by its client, or with the protocol error's
+   * code): nothing is sent, since an answer would replace that code with NO_ERROR.
+   *
+   * @return true when this call claimed the answer
+   */
+  boolean bodyBroke() {
+    if (!claim()) return false;
+    if (!h2) onLoop(() -> ErrorAnswers.closeWith(this, 400, "Bad Request: malformed request body"));
+    return true;
+  }
+
+  /**
+   * Any thread: claims the answer, then runs {@code answer} on the loop to write it, for an
+   * answer whose writing belongs to another class (a refused body that is drained first).
+   *
+   * @return true when this call claimed the answer; false, and {@code answer} not run, when
+   *     the request was answered already
+   */
+  boolean answerWith(Runnable answer) {
+    if (!claim()) return false;
+    onLoop(answer);
     return true;
   }
 
@@ -407,9 +456,7 @@ final class Exchange extends AFn
     try {
       loop.workers.enqueueBounded(this);
     } catch (RejectedExecutionException e) {
-      if (ANSWERED.compareAndSet(this, 0, 1)) {
-        ErrorAnswers.closeWith(this, 503, "Service Unavailable");
-      }
+      refuse(503, "Service Unavailable");
     }
   }
 
@@ -439,7 +486,7 @@ final class Exchange extends AFn
     } catch (Throwable t) {
       error = t;
     }
-    if (!ANSWERED.compareAndSet(this, 0, 1)) {
+    if (!claim()) {
       late(response, error);
       return;
     }
@@ -462,7 +509,7 @@ final class Exchange extends AFn
    */
   @Override
   public Object invoke(Object response) {
-    if (ANSWERED.compareAndSet(this, 0, 1)) {
+    if (claim()) {
       if (Thread.currentThread() == loop.thread && inHandler) {
         given = response;
         hasGiven = true;
@@ -491,7 +538,7 @@ final class Exchange extends AFn
    * ({@link TimeoutAnswer#answer}) unless the request was answered meanwhile.
    */
   void timedOut() {
-    if (!ANSWERED.compareAndSet(this, 0, 1)) return;
+    if (!claim()) return;
     timedOut = true;
     TimeoutAnswer.answer(this);
   }
@@ -501,7 +548,7 @@ final class Exchange extends AFn
    * ({@link ErrorAnswers#fail}), or logs it when the request was already answered.
    */
   void raise(Throwable t) {
-    if (ANSWERED.compareAndSet(this, 0, 1)) {
+    if (claim()) {
       ErrorAnswers.fail(this, t);
     } else {
       late(null, t);

@@ -79,8 +79,8 @@ final class RequestBody {
     if (length > limit) {
       if (length - limit > DRAIN_LIMIT) {
         x.refuse(413, "Payload Too Large");
-      } else if (x.claim()) {
-        b.reject(413, "Payload Too Large");
+      } else {
+        x.answerWith(() -> b.reject(413, "Payload Too Large"));
       }
       return null;
     }
@@ -103,24 +103,17 @@ final class RequestBody {
     BodyBuffer b = new BodyBuffer(declared, limit);
     buffered = b;
     req.exceptionHandler(t -> {
-      // a broken body (bad chunk framing) or a vanished client: nothing to dispatch. An HTTP/2
-      // stream that fails is being reset (by its client, or with the protocol error's code):
-      // no answer can follow, and one would replace that code with NO_ERROR
+      // a broken body (bad chunk framing) or a vanished client: nothing to dispatch
       rejected = true;
       buffered = null;
-      if (exchange.claim() && !exchange.h2) {
-        ErrorAnswers.closeWith(exchange, 400, "Bad Request: malformed request body");
-      }
+      exchange.bodyBroke();
     });
     req.handler(chunk -> {
       if (rejected) return;
       if (!b.append(chunk)) {
         buffered = null;
-        if (exchange.claim()) {
-          reject(413, "Payload Too Large");
-        } else {
-          rejected = true;
-        }
+        rejected = true;
+        exchange.answerWith(() -> reject(413, "Payload Too Large"));
       }
     });
     req.endHandler(v -> {
@@ -141,37 +134,29 @@ final class RequestBody {
         Durations.nanos(cfg.bodyTimeoutMs), () -> {
           // claimed here, on the reading thread, before its read fails: the handler's own
           // answer to that failure comes later and is dropped
-          if (exchange.claim()) {
-            exchange.onLoop(() -> ErrorAnswers.closeWith(exchange, 408,
-                "Request Timeout: the request body stopped arriving"));
-          }
+          exchange.refuse(408, "Request Timeout: the request body stopped arriving");
         });
     streamed = in;
     exchange.watchEnd();
     req.exceptionHandler(t -> {
       // A broken body (bad chunk framing) or a vanished client ends the request. The answer is
       // claimed before the handler's reads fail, so whatever the handler answers to that
-      // failure is dropped instead of racing the connection's close. (HTTP/2: see buffer.)
-      boolean first = exchange.claim();
+      // failure is dropped instead of racing the connection's close.
+      exchange.bodyBroke();
       in.fail(new IOException("the request body could not be read: "
           + (t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName()), t));
-      if (first && !exchange.h2) {
-        ErrorAnswers.closeWith(exchange, 400, "Bad Request: malformed request body");
-      }
     });
     req.handler(chunk -> {
       received += chunk.length();
       if (received > cfg.maxBodySize) {
         if (!rejected) {
           rejected = true;
-          boolean first = exchange.claim();
-          in.fail(new IOException("the request body is larger than :max-body-size ("
-              + cfg.maxBodySize + " bytes)"));
-          if (first) {
-            reject(413, "Payload Too Large");
-          } else {
+          // claimed before the handler's reads fail, as above
+          if (!exchange.answerWith(() -> reject(413, "Payload Too Large"))) {
             ErrorAnswers.closeConnection(exchange);
           }
+          in.fail(new IOException("the request body is larger than :max-body-size ("
+              + cfg.maxBodySize + " bytes)"));
         }
         return;
       }
@@ -219,10 +204,9 @@ final class RequestBody {
    * answers 408 and closes the connection.
    */
   void timedOut() {
-    if (!exchange.claim()) return;
+    if (!exchange.refuse(408, "Request Timeout: the request body stopped arriving")) return;
     rejected = true;
     buffered = null;
-    ErrorAnswers.closeWith(exchange, 408, "Request Timeout: the request body stopped arriving");
   }
 
   /**
