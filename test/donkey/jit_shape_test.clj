@@ -34,25 +34,27 @@
         offsets (keep #(some->> (re-find #"^\s+(\d+): " %) second parse-long) body)]
     (when (seq offsets) (inc (apply max offsets)))))
 
-(deftest admission-start-is-not-inlined-into-vertx-frames
-  (let [n (code-length "donkey.kernel.Admission" "static void start(donkey.kernel.Exchange)")]
-    (is (some? n) "javap shows Admission.start")
+(defn- is-own-unit
+  "Asserts that the method `label` of `class-name` (its javap line contains `signature`) is
+  over C2's FreqInlineSize, so that C2 compiles it apart from its callers, for `why`."
+  [class-name signature label why]
+  (let [n (code-length class-name signature)]
+    (is (some? n) (str "javap shows " label))
     (is (< freq-inline-size n)
-        (str "Admission.start has " n " bytes of bytecode: keep it over " freq-inline-size
-             ", so that C2 compiles the request path as its own unit"))))
+        (str label " has " n " bytes of bytecode: keep it over " freq-inline-size ", " why))))
+
+(deftest admission-start-is-not-inlined-into-vertx-frames
+  (is-own-unit "donkey.kernel.Admission" "static void start(donkey.kernel.Exchange)"
+               "Admission.start" "so that C2 compiles the request path as its own unit"))
 
 (deftest response-sender-send-is-not-inlined-into-dispatch
-  (let [n (code-length "donkey.kernel.ResponseSender"
-                       "static void send(donkey.kernel.Exchange, java.lang.Object)")]
-    (is (some? n) "javap shows ResponseSender.send")
-    (is (< freq-inline-size n)
-        (str "ResponseSender.send has " n " bytes of bytecode: keep it over " freq-inline-size
-             ", so that C2 compiles the response path as its own unit"))))
+  (is-own-unit "donkey.kernel.ResponseSender"
+               "static void send(donkey.kernel.Exchange, java.lang.Object)"
+               "ResponseSender.send" "so that C2 compiles the response path as its own unit"))
 
 (deftest header-scan-is-its-own-unit
-  (let [n (code-length "donkey.kernel.HeadCheck"
-                       "java.lang.String headerLines(io.vertx.core.MultiMap, io.vertx.core.http.HttpVersion, java.lang.String)")]
-    (is (some? n) "javap shows HeadCheck.headerLines")
-    (is (< freq-inline-size n)
-        (str "HeadCheck.headerLines has " n " bytes of bytecode: keep it over " freq-inline-size
-             ", so that a request shape the JIT has not seen deoptimizes the header scan alone"))))
+  (is-own-unit "donkey.kernel.HeadCheck"
+               (str "java.lang.String headerLines(io.vertx.core.MultiMap, "
+                    "io.vertx.core.http.HttpVersion, java.lang.String)")
+               "HeadCheck.headerLines"
+               "so that a request shape the JIT has not seen deoptimizes the header scan alone"))
