@@ -32,7 +32,23 @@
                                     :exclusions [io.netty/netty-tcnative-boringssl-static]]
                                    ;; its Java half at its own version (Vert.x's Netty names
                                    ;; an older one)
-                                   [io.netty/netty-tcnative-classes "2.0.84.Final"]]
+                                   [io.netty/netty-tcnative-classes "2.0.84.Final"]
+                                   ;; the optional brotli and zstd response encoders, at the
+                                   ;; versions Vert.x's Netty is built against (Linux x86-64's
+                                   ;; brotli native alone)
+                                   [com.aayushatharva.brotli4j/brotli4j "1.23.0"
+                                    :exclusions [com.aayushatharva.brotli4j/native-linux-x86_64
+                                                 com.aayushatharva.brotli4j/native-linux-aarch64
+                                                 com.aayushatharva.brotli4j/native-linux-armv7
+                                                 com.aayushatharva.brotli4j/native-linux-s390x
+                                                 com.aayushatharva.brotli4j/native-linux-ppc64le
+                                                 com.aayushatharva.brotli4j/native-linux-riscv64
+                                                 com.aayushatharva.brotli4j/native-osx-x86_64
+                                                 com.aayushatharva.brotli4j/native-osx-aarch64
+                                                 com.aayushatharva.brotli4j/native-windows-x86_64
+                                                 com.aayushatharva.brotli4j/native-windows-aarch64]]
+                                   [com.aayushatharva.brotli4j/native-linux-x86_64 "1.23.0"]
+                                   [com.github.luben/zstd-jni "1.5.7-7"]]
                     :source-paths ["examples"]
                     :exclusions [org.clojure/clojure]}]
              ;; tools.deps, to check deps.edn (test/donkey/packaging_test.clj runs

@@ -247,7 +247,26 @@
               "with another Origin gets 403; nil for any")}
    {:key :ws-compression? :to (field 'wsCompression) :check :boolean
     :doc (str "negotiate permessage-deflate when a WebSocket client offers it (costs each "
-              "such connection a compressor's memory)")}])
+              "such connection a compressor's memory)")}
+   ;; compression is Vert.x's (Netty's encoders); the kernel says which responses may be
+   {:key :compression? :to (field 'compression) :check :boolean
+    :aliases [[:compression]]
+    :doc (str "compress responses for clients that accept it: gzip and deflate, and brotli "
+              "and zstd first when their libraries are on the classpath (see the README). Off "
+              "by default: see the README on BREACH")}
+   {:key :compression-level :to (field 'compressionLevel) :check [:int 1 9]
+    :doc "gzip and deflate level, 1 (fastest) to 9 (smallest)"}
+   {:key :compression-min-size :to (field 'compressionMinSize) :check [:int 0 Integer/MAX_VALUE]
+    :doc (str "bytes under which a String, byte[] or JSON body is sent uncompressed (streamed "
+              "bodies and files are compressed whatever their size)")}
+   {:key :compression-types :to (field 'compressionTypes) :check :strings-or-nil
+    :default-doc "text formats"
+    :doc (str "media types that are compressed: \"application/json\", ranges \"text/*\", "
+              "suffixes \"+json\"; nil for the default list of text formats (see the "
+              "README). text/event-stream only when named")}
+   {:key :decompress-requests? :to (field 'decompressRequests) :check :boolean
+    :doc (str "inflate request bodies sent with Content-Encoding gzip or deflate (counted "
+              "against :max-body-size once inflated); any other coding gets 415")}])
 
 (def refused
   "Options of ring-jetty, http-kit, ring-jetty9-adapter and AppsFlyer Donkey that ask for
@@ -275,8 +294,6 @@
      :proxy-protocol ["donkey does not read the PROXY protocol" #(contains? #{nil :disable} %)]
      :error-logger [logs] :warn-logger [logs] :event-logger [logs] :event-names [logs]
      ;; AppsFlyer Donkey's server and create-donkey options
-     :compression [(str "donkey does not compress responses yet; Ring middleware can "
-                        "(:ws-compression? is WebSocket permessage-deflate only)")]
      :debug [(str "donkey has no trace logs to turn on; it logs through System.Logger "
                   "(logger \"donkey\"), whose level your logging library sets")]
      :content-type-header [(str "donkey does not choose a Content-Type from Accept; the "

@@ -19,6 +19,8 @@
                    :non-blocking: a 3-arity handler run on the event loop, which must not block
     :middleware    Ring middleware for this route, applied inside the server-wide :middleware;
                    the first one in the vector sees the request first
+    :compress?     false: this route's responses are never compressed (with the server option
+                   :compression? on); default true
 
   Path params arrive in the request under :path-params, percent-decoded, with keyword keys."
   (:require [clojure.string :as str])
@@ -30,7 +32,8 @@
 (set! *warn-on-reflection* true)
 
 (def ^:private route-keys
-  #{:path :match-type :methods :consumes :produces :handler :handler-mode :middleware :name})
+  #{:path :match-type :methods :consumes :produces :handler :handler-mode :middleware :name
+    :compress?})
 
 (defn- fail [route msg]
   (throw (IllegalArgumentException.
@@ -84,6 +87,8 @@
     (when-not (ifn? handler) (fail route ":handler must be a function"))
     (when-not (#{:blocking :non-blocking} handler-mode)
       (fail route (str ":handler-mode must be :blocking or :non-blocking, got " (pr-str handler-mode))))
+    (when-not (contains? #{nil true false} (:compress? route))
+      (fail route (str ":compress? must be true or false, got " (pr-str (:compress? route)))))
     (when-not (or (nil? middleware) (sequential? middleware))
       (fail route ":middleware must be a vector of middleware fns"))
     ;; what the kernel calls is the handler inside its middleware
@@ -98,7 +103,8 @@
       (Route. ^String path (= :regex match-type) (methods-of route)
               (strings route :consumes) (strings route :produces)
               ^IFn wrapped
-              (if non-blocking? Route$Mode/NON_BLOCKING Route$Mode/BLOCKING)))))
+              (if non-blocking? Route$Mode/NON_BLOCKING Route$Mode/BLOCKING)
+              (not (false? (:compress? route)))))))
 
 (defn ^:no-doc compile-routes
   "Validates `routes` and compiles them into a donkey.route.Router. `server-middleware` wraps

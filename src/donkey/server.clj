@@ -268,6 +268,21 @@
     :ws-compression?            negotiate permessage-deflate when a WebSocket client offers it
                                 (costs each such connection a compressor's memory)
                                 (default false)
+    :compression?               compress responses for clients that accept it: gzip and deflate,
+                                and brotli and zstd first when their libraries are on the
+                                classpath (see the README). Off by default: see the README on
+                                BREACH (default false)
+    :compression-level          gzip and deflate level, 1 (fastest) to 9 (smallest) (default 6)
+    :compression-min-size       bytes under which a String, byte[] or JSON body is sent
+                                uncompressed (streamed bodies and files are compressed whatever
+                                their size) (default 1024)
+    :compression-types          media types that are compressed: \"application/json\", ranges
+                                \"text/*\", suffixes \"+json\"; nil for the default list of text
+                                formats (see the README). text/event-stream only when named
+                                (default text formats)
+    :decompress-requests?       inflate request bodies sent with Content-Encoding gzip or
+                                deflate (counted against :max-body-size once inflated); any
+                                other coding gets 415 (default false)
 
   ring-jetty's, http-kit's and AppsFlyer Donkey's names for these are accepted too
   (:max-threads, :max-idle-time, :request-header-size, :selector-threads, :send-server-version?

@@ -278,7 +278,9 @@
              [{:date-header true} #(.sendDateHeader ^ServerConfig %) true]
              [{:server-header false} #(.serverHeader ^ServerConfig %) nil]
              [{:server-header true} #(.serverHeader ^ServerConfig %) "donkey"]
-             [{:server-header "edge"} #(.serverHeader ^ServerConfig %) "edge"]]]
+             [{:server-header "edge"} #(.serverHeader ^ServerConfig %) "edge"]
+             [{:compression true} #(.compression ^ServerConfig %) true]
+             [{:compression false} #(.compression ^ServerConfig %) false]]]
       (is (= expected (field (cfg opts))) (pr-str opts))))
   (testing "a bad value is refused under its own name and unit"
     (is (re-find #":idle-timeout-seconds must be an integer in 0\.\.2147483\b"
@@ -287,8 +289,7 @@
     (is (re-find #":instances must be an integer" (str (refusal {:instances 0}))))
     (is (re-find #"disagree" (str (refusal {:instances 2 :event-loops 4})))))
   (testing "what donkey does not do is refused"
-    (doseq [[opts what] [[{:compression true} #"compress"]
-                         [{:debug true} #"System.Logger"]
+    (doseq [[opts what] [[{:debug true} #"System.Logger"]
                          [{:content-type-header true} #"Content-Type"]
                          [{:routes [{:handler identity}]} #"first argument"]
                          [{:middleware [identity]} #"route table"]
@@ -490,7 +491,8 @@
 (def ^:private no-default
   "The options whose default is none (nil)."
   #{:async-timeout-handler :keystore :keystore-type :key-password :ssl-cert :ssl-key :ssl-context
-    :truststore :trust-password :exclude-ciphers :exclude-protocols :ws-allowed-origins})
+    :truststore :trust-password :exclude-ciphers :exclude-protocols :ws-allowed-origins
+    :compression-types})
 
 (deftest every-option-has-a-default-a-check-and-a-place
   (let [fresh (ServerConfig.)]

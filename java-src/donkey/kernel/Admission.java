@@ -4,6 +4,7 @@ import donkey.kernel.config.ServerConfig;
 import donkey.ring.RequestMap;
 import donkey.route.Route;
 import donkey.route.Router;
+import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
 import java.lang.System.Logger.Level;
@@ -84,6 +85,21 @@ final class Admission {
             : "Bad Request: invalid Content-Length");
         return;
       }
+      int coding = RequestDecoding.NONE;
+      if (length != 0 && cfg.decompressRequests) {
+        coding = RequestDecoding.of(req.getHeader(HttpHeaders.CONTENT_ENCODING));
+        if (coding == RequestDecoding.UNSUPPORTED) {
+          x.refuse(415, "Unsupported Media Type: a request body's Content-Encoding must be "
+              + "gzip or deflate");
+          return;
+        }
+        if (coding != RequestDecoding.NONE) {
+          // the handler reads the inflated body: its length and coding are no longer these
+          req.headers().remove(HttpHeaders.CONTENT_ENCODING).remove(HttpHeaders.CONTENT_LENGTH);
+          head = RequestMap.scan(req.headers());
+          x.scanned(head);
+        }
+      }
       // (HTTP/2 has no upgrade: there the header makes the request malformed)
       if (length == 0 && check.websocket && !x.h2) WebSocketUpgrade.holdInput(x);
       if (!route(x, cfg, head, length != 0)) return;
@@ -94,7 +110,7 @@ final class Admission {
       // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
       x.reading(RequestBody.read(x, req, length, x.async(),
           head.expect != null && req.version() != HttpVersion.HTTP_1_0
-              && "100-continue".equalsIgnoreCase(head.expect.trim()), cfg));
+              && "100-continue".equalsIgnoreCase(head.expect.trim()), coding, cfg));
     } catch (RuntimeException e) {
       // a bug of the kernel's, on input it should have refused: the request still gets an
       // answer, and the connection no further requests

@@ -259,6 +259,11 @@ final class Exchange extends AFn
     this.body = body;
   }
 
+  /** True unless the matched route turned response compression off. */
+  boolean compresses() {
+    return route == null || route.compresses();
+  }
+
   /** The request's body, or null when it has none (or before admission read its framing). */
   RequestBody body() {
     return body;

@@ -28,6 +28,8 @@ final class RequestBody {
 
   private final Exchange exchange;
   private final HttpServerRequest req;
+  /** The body's {@link RequestDecoding} coding, undone before the handler reads it. */
+  private final int coding;
   /** An async handler's body while it arrives; null once dispatched, refused or failed. */
   private BodyBuffer buffered;
   /** A sync handler's body, or null. */
@@ -38,9 +40,10 @@ final class RequestBody {
   /** When the sweep first saw the body being read (loop-confined), or UNSTAMPED. */
   private long since = ConnectionGuard.UNSTAMPED;
 
-  private RequestBody(Exchange exchange, HttpServerRequest req) {
+  private RequestBody(Exchange exchange, HttpServerRequest req, int coding) {
     this.exchange = exchange;
     this.req = req;
+    this.coding = coding;
   }
 
   /**
@@ -69,13 +72,14 @@ final class RequestBody {
    * Answers 413 at once for a length over the limit.
    *
    * @param expectContinue true when the client waits for {@code 100 Continue}
+   * @param coding the body's {@link RequestDecoding} coding, inflated for the handler
    * @return the body, or null when it was refused
    */
   static RequestBody read(Exchange x, HttpServerRequest req, long length, boolean async,
-                          boolean expectContinue, ServerConfig cfg) {
+                          boolean expectContinue, int coding, ServerConfig cfg) {
     // an async handler's body is held in one array
     long limit = async ? Math.min(cfg.maxBodySize, BodyBuffer.MAX) : cfg.maxBodySize;
-    RequestBody b = new RequestBody(x, req);
+    RequestBody b = new RequestBody(x, req, coding);
     if (length > limit) {
       if (length - limit > DRAIN_LIMIT) {
         x.refuse(413, "Payload Too Large");
@@ -119,7 +123,13 @@ final class RequestBody {
     req.endHandler(v -> {
       if (rejected || exchange.answered()) return;
       buffered = null;
-      exchange.dispatch(b.stream());
+      java.io.InputStream body = b.stream();
+      if (coding != RequestDecoding.NONE) {
+        body = RequestDecoding.inflateAll(body, coding, limit, this::inflatedTooLarge,
+            this::notInflatable);
+        if (body == null) return;
+      }
+      exchange.dispatch(body);
     });
   }
 
@@ -163,7 +173,21 @@ final class RequestBody {
       in.offer(chunk);
     });
     req.endHandler(v -> in.end());
-    exchange.dispatch(in);
+    exchange.dispatch(coding == RequestDecoding.NONE ? in : RequestDecoding.inflating(in, coding,
+        cfg.maxBodySize, this::inflatedTooLarge, this::notInflatable));
+  }
+
+  /**
+   * Any thread: the inflated body grew past the limit. Answered 413 and the connection
+   * closed: the rest of a body whose inflating has stopped is not worth reading.
+   */
+  private void inflatedTooLarge() {
+    exchange.refuse(413, "Payload Too Large");
+  }
+
+  /** Any thread: the body is not valid in its Content-Encoding. 400, and the connection closed. */
+  private void notInflatable() {
+    exchange.refuse(400, "Bad Request: the request body is not valid in its Content-Encoding");
   }
 
   /**

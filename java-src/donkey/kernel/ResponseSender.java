@@ -1,6 +1,7 @@
 package donkey.kernel;
 
 import clojure.lang.IPersistentMap;
+import donkey.kernel.compression.ResponseCompression;
 import donkey.ring.Framing;
 import donkey.ring.ResponseChannel;
 import donkey.ring.ResponseMap;
@@ -107,6 +108,7 @@ final class ResponseSender {
       }
       HttpServerResponse resp = x.response();
       ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, x);
+      markCompression(x, resp.getStatusCode());
       int framing = framing(x, resp.getStatusCode());
       Object b = r.valAt(ResponseMap.BODY);
       if (kind == ResponseMap.Kind.FILE) {
@@ -133,6 +135,7 @@ final class ResponseSender {
     int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
     Buffer b = ResponseWriter.writeFixed(resp, r, x.loop().answers.date(), x.loop().serverHeader,
         framing(x, status), x);
+    markCompression(x, status);
     ResponseWriter.status(resp, status);
     if (b == null) {
       resp.end();
@@ -177,6 +180,7 @@ final class ResponseSender {
       int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
       x.prepared(ResponseWriter.writeFixed(x.response(), r, x.loop().answers.date(),
           x.loop().serverHeader, framing(x, status), x), status);
+      markCompression(x, status);
     } catch (Throwable t) {
       ErrorAnswers.fail(x, t);
       return;
@@ -212,6 +216,7 @@ final class ResponseSender {
     try {
       x.watchEnd();
       ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, x);
+      markCompression(x, resp.getStatusCode());
       MultiMap h = resp.headers();
       long declared = Framing.declared(h);
       h.remove(HttpHeaders.CONTENT_LENGTH);
@@ -232,6 +237,18 @@ final class ResponseSender {
       } else {
         ErrorAnswers.fail(x, t);
       }
+    }
+  }
+
+  /**
+   * The thread writing the head, once its headers are set: whether Vert.x may compress the
+   * response ({@link ResponseCompression#mark}); nothing with {@code :compression?} off.
+   */
+  private static void markCompression(Exchange x, int status) {
+    ResponseCompression c = x.loop().compression;
+    if (c != null) {
+      c.mark(x.response().headers(), status, x.request().method() == HttpMethod.HEAD,
+          x.compresses());
     }
   }
 

@@ -3,6 +3,7 @@ package donkey.kernel;
 import clojure.lang.AFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
+import donkey.kernel.compression.ResponseCompression;
 import donkey.kernel.config.ServerConfig;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
@@ -95,6 +96,7 @@ public final class Server extends AFn implements Closeable {
     Route.linkForInlining(config.notFound);
     Route.linkForInlining(config.errorHandler);
     config.checkListeners();
+    ResponseCompression.of(config); // throws for a bad :compression-types entry
     ServerSSLOptions tls = null;
     if (config.ssl) {
       // read and checked here, before any thread is started

@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import donkey.kernel.compression.ResponseCompression;
 import donkey.kernel.config.ServerConfig;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
@@ -44,6 +45,8 @@ final class ServerVerticle extends VerticleBase {
   final CharSequence serverHeader;
   /** The kernel's own text answers, with this server's Date and Server settings. */
   final PlainAnswers answers;
+  /** Which responses Vert.x may compress; null with :compression? off. */
+  final ResponseCompression compression;
   /** The checks of each request head; loop-confined scratch. */
   final HeadCheck headCheck = new HeadCheck();
   /** The verticle whose event loop the current thread is, for {@link RequestScope}. */
@@ -132,6 +135,7 @@ final class ServerVerticle extends VerticleBase {
     this.guard = new ConnectionGuard(config, connections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
     this.answers = new PlainAnswers(serverHeader, config.sendDateHeader);
+    this.compression = ResponseCompression.of(config);
     if (config.wsAllowedOrigins == null) {
       this.wsOrigins = null;
     } else {
@@ -184,6 +188,7 @@ final class ServerVerticle extends VerticleBase {
         // and sits in each response's write path
         .setPerFrameWebSocketCompressionSupported(false)
         .setPerMessageWebSocketCompressionSupported(false);
+    ResponseCompression.configure(opts, config);
     http1 = opts.getHttp1Config();
     List<Future<?>> listening = new ArrayList<>(2);
     if (config.http) {

@@ -28,6 +28,8 @@ public final class Route {
   final String[] produces;
   final IFn handler;
   final Mode mode;
+  /** False when the route's responses are never compressed ({@code :compress? false}). */
+  private final boolean compress;
   /** The parameters of a {@code :simple} path, in order, as keys of {@code :path-params}. */
   clojure.lang.Keyword[] paramKeys = new clojure.lang.Keyword[0];
 
@@ -37,6 +39,16 @@ public final class Route {
    */
   public Route(String path, boolean regex, String[] methods, String[] consumes,
                String[] produces, IFn handler, Mode mode) {
+    this(path, regex, methods, consumes, produces, handler, mode, true);
+  }
+
+  /**
+   * As the other constructor, with {@code compress} false for a route whose responses the
+   * server never compresses.
+   */
+  public Route(String path, boolean regex, String[] methods, String[] consumes,
+               String[] produces, IFn handler, Mode mode, boolean compress) {
+    this.compress = compress;
     this.path = path;
     this.regex = regex;
     this.methods = upper(methods);
@@ -75,6 +87,11 @@ public final class Route {
     if (!ContentType.isRange(range)) {
       throw invalid("bad media type \"" + range + "\" (expected type/subtype, type/* or */*)");
     }
+  }
+
+  /** False when the route turned response compression off. */
+  public boolean compresses() {
+    return compress;
   }
 
   /** The handler, with the route's and the server's middleware applied. */

@@ -188,6 +188,22 @@ public final class ServerConfig {
    */
   public IFn wsListenerAdapter;
 
+  // ---- compression -------------------------------------------------------------------
+
+  /** Compress responses whose client accepts it (gzip, deflate; brotli, zstd when present). */
+  public boolean compression;
+  /** The gzip and deflate level, 1 (fastest) to 9 (smallest). */
+  public int compressionLevel = 6;
+  /** A fixed body shorter than this many bytes is sent as it is. */
+  public int compressionMinSize = 1024;
+  /**
+   * Media types that are compressed ({@code type/subtype}, {@code type/*}, or a
+   * {@code +suffix}); null for the default list of text formats.
+   */
+  public java.util.Collection<String> compressionTypes;
+  /** Inflate request bodies sent with {@code Content-Encoding: gzip} or {@code deflate}. */
+  public boolean decompressRequests;
+
   // ---- HTTP/2 ------------------------------------------------------------------------
 
   /** Offer h2 by ALPN on the TLS listener (HTTP/1.1 stays for clients that do not ask). */
