@@ -6,6 +6,7 @@
             [clojure.test :refer [deftest is testing]]
             [donkey.server :as server]
             [donkey.stream :as stream]
+            [donkey.h2-client :as h2]
             [donkey.test-util :as u :refer [with-server]])
   (:import (com.aayushatharva.brotli4j Brotli4jLoader)
            (com.aayushatharva.brotli4j.decoder Decoder)
@@ -320,3 +321,24 @@
     (let [body (gzip (utf8 text))]
       (is (= (str "gzip " (alength body)) (:body (post "/sync" "gzip" body))))
       (is (= "br 1" (:body (post "/sync" "br" (utf8 "x"))))))))
+
+(deftest over-http2
+  (with-server {:routes [{:path "/text" :handler (text-handler "text/plain")}
+                         {:path "/png" :handler (text-handler "image/png")}
+                         {:path "/echo" :methods [:post] :handler echo-sync}]}
+    {:h2c? true :compression? true :decompress-requests? true}
+    (let [c (h2/connect u/*port*)]
+      (try
+        (let [r (h2/request! c 1 "GET" "/text" [["accept-encoding" "gzip"]] nil)]
+          (is (= 200 (:status r)))
+          (is (= "gzip" (get-in r [:headers "content-encoding"])))
+          (is (= "Accept-Encoding" (get-in r [:headers "vary"])))
+          (is (< (count (:body r)) (count text))))
+        (let [r (h2/request! c 3 "GET" "/png" [["accept-encoding" "gzip"]] nil)]
+          (is (nil? (get-in r [:headers "content-encoding"])) "no identity line on HTTP/2 either")
+          (is (= text (:body r))))
+        (let [r (h2/request! c 5 "POST" "/echo" [["content-encoding" "gzip"]] (gzip (utf8 text)))]
+          (is (= (str "- nil " text) (:body r))))
+        (let [r (h2/request! c 7 "POST" "/echo" [["content-encoding" "gzip"]] (utf8 "not gzip"))]
+          (is (= 400 (:status r))))
+        (finally (h2/close! c))))))
