@@ -13,6 +13,7 @@
 --   browser      what a current desktop Chrome sends when it loads a page: User-Agent, the
 --                Sec-CH-UA client hints, Sec-Fetch-*, Accept, Accept-Language, Accept-Encoding,
 --                a Referer and a cookie of a few hundred bytes
+--   gzip         Host and `Accept-Encoding: gzip` (bench/compression.sh)
 --   (none)       Host and `Accept: */*`, the request of earlier versions of this script, which
 --                latency.sh and protocols.sh still send
 
@@ -40,6 +41,8 @@ local COOKIE = table.concat({
 local function headers_of(shape, test, host)
   if shape == "minimal" then
     return {}
+  elseif shape == "gzip" then
+    return { { "Accept-Encoding", "gzip" } }
   elseif shape == "techempower" then
     return {
       { "Accept", test == "json" and TFB_ACCEPT_JSON or TFB_ACCEPT_PLAINTEXT },

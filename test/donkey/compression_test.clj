@@ -116,11 +116,15 @@
                          {:path "/nm" :handler (fn [_] {:status 304 :headers {"Content-Type" "text/plain"
                                                                               "ETag" "\"v1\""}})}]}
     on
-    (doseq [p ["/png" "/none" "/off" "/identity" "/range" "/events"]]
-      (testing p
-        (let [r (get-bytes p "gzip")]
+    (doseq [p ["/png" "/none" "/off" "/identity" "/range" "/events"]
+            accept ["gzip" nil]]
+      (testing (str p " " accept)
+        (let [r (get-bytes p accept)]
           (is (nil? (u/header r "content-encoding")) "sent as it is, with no identity line")
           (is (= text (String. ^bytes (:body r) StandardCharsets/UTF_8))))))
+    (testing "HEAD of a response that is not compressed: no identity line either"
+      (is (nil? (u/header (u/request :head "/png" {:headers {"Accept-Encoding" "gzip"}})
+                          "content-encoding"))))
     (testing "a media type that is not compressed gets no Vary"
       (is (nil? (u/header (get-bytes "/png" "gzip") "vary"))))
     (testing "the handler's own coding is sent as it is, not compressed again"
@@ -342,3 +346,30 @@
         (let [r (h2/request! c 7 "POST" "/echo" [["content-encoding" "gzip"]] (utf8 "not gzip"))]
           (is (= 400 (:status r))))
         (finally (h2/close! c))))))
+
+(deftest without-the-optional-libraries
+  ;; a JVM whose classpath lacks brotli4j and zstd-jni: the server starts, and a client that
+  ;; prefers br or zstd gets gzip
+  (let [cp (->> (str/split (System/getProperty "java.class.path") #":")
+                (remove #(re-find #"brotli4j|zstd-jni" %))
+                (str/join ":"))
+        script (str "(require '[donkey.server :as s])"
+                    "(with-open [srv (s/run-server (fn [_] {:status 200 :headers {\"Content-Type\" \"text/plain\"}"
+                    "                                       :body (apply str (repeat 500 \"abc \"))})"
+                    "                              {:port 0 :join? false :compression? true})]"
+                    "  (let [c (java.net.http.HttpClient/newHttpClient)"
+                    "        r (.send c (-> (java.net.http.HttpRequest/newBuilder"
+                    "                         (java.net.URI. (str \"http://127.0.0.1:\" (s/port srv) \"/\")))"
+                    "                       (.header \"Accept-Encoding\" \"br, zstd, gzip;q=0.5\") (.build))"
+                    "                   (java.net.http.HttpResponse$BodyHandlers/ofByteArray))]"
+                    "    (println \"BROTLI\" (io.netty.handler.codec.compression.Brotli/isAvailable)"
+                    "             \"ZSTD\" (io.netty.handler.codec.compression.Zstd/isAvailable)"
+                    "             \"CODING\" (.orElse (.firstValue (.headers r) \"content-encoding\") \"none\"))))"
+                    "(shutdown-agents)")
+        p (-> (ProcessBuilder. ^java.util.List [(str (System/getProperty "java.home") "/bin/java")
+                                                "-cp" cp "clojure.main" "-e" script])
+              (.redirectErrorStream true)
+              (.start))
+        out (slurp (.getInputStream p))]
+    (is (zero? (.waitFor p)) out)
+    (is (str/includes? out "BROTLI false ZSTD false CODING gzip") out)))

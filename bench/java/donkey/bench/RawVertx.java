@@ -71,6 +71,26 @@ public final class RawVertx {
       HttpHeaders.createOptimized(Integer.toString(HELLO.length()));
   private static final ObjectMapper MAPPER = new ObjectMapper();
 
+  /**
+   * A JSON document of about 100 KB (a thousand records), the same bytes for every server:
+   * bench/compression.sh's large body, served by GET /json-100k.
+   */
+  public static final byte[] JSON_100K = json100k();
+
+  private static byte[] json100k() {
+    java.util.List<Map<String, Object>> items = new java.util.ArrayList<>();
+    for (int i = 0; i < 1000; i++) {
+      items.add(Map.of("id", i, "name", "item " + i, "price", (i * 37 % 1000) / 10.0,
+          "tags", java.util.List.of("tag" + i % 7, "tag" + i % 11),
+          "note", "the " + i + "th record of the large body"));
+    }
+    try {
+      return MAPPER.writeValueAsBytes(Map.of("items", items));
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Refreshed once a second by an event-loop timer; read only on the same event loop. */
   private CharSequence date = now();
 
@@ -85,7 +105,7 @@ public final class RawVertx {
   }
 
   /**
-   * The whole handler: GET /plaintext and GET /json, 405 for other methods, 404 elsewhere.
+   * The whole handler: GET /plaintext, GET /json and GET /json-100k, 405 for other methods, 404 elsewhere.
    * Public so that the JMH benchmarks ({@code bench/jmh}) measure this code, not a copy.
    * Event loop.
    */
@@ -101,6 +121,13 @@ public final class RawVertx {
       } catch (JsonProcessingException e) {
         resp.setStatusCode(500).end();
       }
+    } else if ("/json-100k".equals(path)) {
+      resp.headers()
+          .add(HttpHeaders.CONTENT_TYPE, APPLICATION_JSON)
+          .add(HttpHeaders.CONTENT_LENGTH, Integer.toString(JSON_100K.length))
+          .add(HttpHeaders.SERVER, SERVER)
+          .add(HttpHeaders.DATE, date);
+      resp.end(Buffer.buffer(JSON_100K));
     } else {
       resp.setStatusCode(404).end();
     }
@@ -220,7 +247,13 @@ public final class RawVertx {
    * h2c off unless asked for, as in donkey.
    */
   private static HttpServerOptions plain(int port) {
+    // donkey.bench.compression (bench/compression.sh): Vert.x's gzip and deflate at level 6,
+    // every body compressed (no size threshold), the encoders donkey configures
     return new HttpServerOptions().setPort(port).setHost("127.0.0.1").setTcpNoDelay(true)
+        .setCompressionSupported(Boolean.getBoolean("donkey.bench.compression"))
+        .setCompressors(java.util.List.of(
+            io.netty.handler.codec.compression.StandardCompressionOptions.gzip(6, 15, 8),
+            io.netty.handler.codec.compression.StandardCompressionOptions.deflate(6, 15, 8)))
         .setMaxInitialLineLength(8192)
         .setMaxHeaderSize(16384)
         .setHttp2ClearTextEnabled(Boolean.getBoolean("donkey.bench.h2c"))

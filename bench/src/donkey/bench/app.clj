@@ -18,7 +18,9 @@
   The system properties RawVertx reads add the same protocols (bench/protocols.sh):
   `donkey.bench.tlsPort` with `donkey.bench.cert` and `donkey.bench.key` a TLS listener
   (`:ssl-port`, `:ssl-cert`, `:ssl-key`), `donkey.bench.h2` HTTP/2 on it (`:h2?`),
-  `donkey.bench.h2c` cleartext HTTP/2 on the plain listener (`:h2c?`).
+  `donkey.bench.h2c` cleartext HTTP/2 on the plain listener (`:h2c?`), and
+  `donkey.bench.compression` response compression (`:compression? true`, every body size) with
+  `GET /json-100k`, RawVertx's 100 KB JSON document (bench/compression.sh).
 
   Usage: java -cp ... clojure.main -m donkey.bench.app VARIANT PORT"
   (:require [donkey.server :as server])
@@ -54,6 +56,9 @@
 (defn- kernel-json-response []
   {:status 200 :headers json-headers :body (message hello)})
 
+(def ^:private json-100k-response
+  {:status 200 :headers json-headers :body donkey.bench.RawVertx/JSON_100K})
+
 (def ^:private not-found {:status 404 :headers plaintext-headers :body "Not Found"})
 
 (defn- sync-handler
@@ -63,6 +68,7 @@
     (case (:uri request)
       "/plaintext" (plaintext-response)
       "/json" (json-response)
+      "/json-100k" json-100k-response
       not-found)))
 
 (defn- route-table
@@ -71,7 +77,9 @@
   {:routes [{:path "/plaintext" :methods [:get] :handler-mode :non-blocking
              :handler (fn [_request respond _raise] (respond (plaintext-response)))}
             {:path "/json" :methods [:get] :handler-mode :non-blocking
-             :handler (fn [_request respond _raise] (respond (json-response)))}]})
+             :handler (fn [_request respond _raise] (respond (json-response)))}
+            {:path "/json-100k" :methods [:get] :handler-mode :non-blocking
+             :handler (fn [_request respond _raise] (respond json-100k-response))}]})
 
 (defn- protocol-opts
   "donkey's options for the protocols the system properties ask for; {} when none."
@@ -82,7 +90,9 @@
                       :ssl-cert (System/getProperty "donkey.bench.cert")
                       :ssl-key (System/getProperty "donkey.bench.key"))
       (and tls-port (Boolean/getBoolean "donkey.bench.h2")) (assoc :h2? true)
-      (Boolean/getBoolean "donkey.bench.h2c") (assoc :h2c? true))))
+      (Boolean/getBoolean "donkey.bench.h2c") (assoc :h2c? true)
+      (Boolean/getBoolean "donkey.bench.compression") (assoc :compression? true
+                                                             :compression-min-size 0))))
 
 (def ^:private donkey-opts
   (merge {:host "127.0.0.1" :event-loops 1 :join? true} (protocol-opts)))
