@@ -1,0 +1,39 @@
+package donkey.files;
+
+import java.util.Locale;
+
+/**
+ * Whether an {@code Accept-Encoding} header accepts a content coding (RFC 9110 12.5.3): named
+ * with a q-value above 0, or covered by {@code *} with one when it is not named. Stateless.
+ */
+final class AcceptEncoding {
+  private AcceptEncoding() {}
+
+  static boolean accepts(String header, String coding) {
+    if (header == null) return false;
+    double named = -1;
+    double star = -1;
+    for (String part : header.split(",")) {
+      String[] p = part.split(";");
+      String name = p[0].trim().toLowerCase(Locale.ROOT);
+      double q = 1;
+      for (int i = 1; i < p.length; i++) {
+        String param = p[i].trim();
+        if (param.length() > 2 && (param.charAt(0) == 'q' || param.charAt(0) == 'Q')
+            && param.charAt(1) == '=') {
+          try {
+            q = Double.parseDouble(param.substring(2).trim());
+          } catch (NumberFormatException e) {
+            q = 0;
+          }
+        }
+      }
+      if (name.equals(coding) || coding.equals("gzip") && name.equals("x-gzip")) {
+        named = Math.max(named, q);
+      } else if (name.equals("*")) {
+        star = q;
+      }
+    }
+    return named >= 0 ? named > 0 : star > 0;
+  }
+}
