@@ -64,46 +64,9 @@ check_gzip() {
   return $ok
 }
 
-tsv_row "$RUNS_TSV" round variant test rps p99_us errors
 failed=0
-for round in $(seq 1 "$RUNS"); do
-  for v in "${ACTIVE[@]}"; do
-    log "round $round/$RUNS: $v"
-    if ! start_server "$v" "$LOGS/server-$v-$round.log" -Ddonkey.bench.compression=true; then
-      log "$v did not start"; failed=1; continue
-    fi
-    check_gzip "$v" || failed=1
-    for t in $COMP_TESTS; do
-      r="$(wrk_run "$WARMUP" "$t" "$LOGS/wrk-$v-$t-$round-warmup.txt" "$CONNECTIONS" gzip)"
-      e="$(errors_of "$r")"; [ "$e" = 0 ] || { log "$v /$t warm-up: $e errors"; failed=1; }
-      r="$(wrk_run "$DURATION" "$t" "$LOGS/wrk-$v-$t-$round.txt" "$CONNECTIONS" gzip)"
-      e="$(errors_of "$r")"; [ "$e" = 0 ] || { log "$v /$t: $e errors"; failed=1; }
-      tsv_row "$RUNS_TSV" "$round" "$v" "$t" "$(field rps "$r")" "$(field p99_us "$r")" "$e"
-      log "  /$t $(krps "$(field rps "$r")") req/s"
-    done
-    stop_server
-  done
-done
-
-python3 - "$RUNS_TSV" <<'EOF'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-tests = list(dict.fromkeys(r["test"] for r in rows))
-variants = list(dict.fromkeys(r["variant"] for r in rows))
-def vals(v, t, k): return [float(r[k]) for r in rows if r["variant"] == v and r["test"] == t and r[k]]
-print("| test | server | req/s, median (min..max) | vs raw Vert.x | p99 ms | errors |")
-print("| --- | --- | ---: | ---: | ---: | ---: |")
-for t in tests:
-    raw = vals("raw-vertx", t, "rps")
-    base = statistics.median(raw) if raw else None
-    for v in variants:
-        rps = vals(v, t, "rps")
-        if not rps: continue
-        m = statistics.median(rps)
-        ratio = "%.2f" % (m / base) if base else "-"
-        p99 = statistics.median(vals(v, t, "p99_us")) / 1000
-        errs = int(sum(vals(v, t, "errors")))
-        print("| %s | %s | %.0f (%.0f..%.0f) | %s | %.1f | %d |" % (t, v, m, min(rps), max(rps), ratio, p99, errs))
-EOF
+# shellcheck disable=SC2086
+interleaved_runs "$RUNS_TSV" -Ddonkey.bench.compression=true gzip check_gzip $COMP_TESTS || failed=1
+ratio_table "$RUNS_TSV"
 log "runs and logs in $LOGS"
 exit $failed

@@ -389,3 +389,59 @@ measure_jvm() {
   stop_server
   return $bad
 }
+
+# ----------------------------------- interleaved rounds of plain wrk runs (compression, files)
+# interleaved_runs TSV JVM_OPT SHAPE CHECK TEST...: RUNS rounds over ACTIVE, a fresh JVM per
+# (variant, round) started with JVM_OPT; CHECK VARIANT (a function) checks its answers; per
+# TEST a WARMUP-second wrk run, then DURATION seconds measured, unpipelined, in request SHAPE,
+# each a row of TSV. Returns 1 when a server did not start, a check failed or a request failed
+# (warm-ups included).
+interleaved_runs() {
+  local tsv="$1" jvm_opt="$2" shape="$3" check="$4"; shift 4
+  local round v t r e failed=0
+  tsv_row "$tsv" round variant test rps p99_us errors
+  for round in $(seq 1 "$RUNS"); do
+    for v in "${ACTIVE[@]}"; do
+      log "round $round/$RUNS: $v"
+      if ! start_server "$v" "$LOGS/server-$v-$round.log" "$jvm_opt"; then
+        log "$v did not start"; failed=1; continue
+      fi
+      "$check" "$v" || failed=1
+      for t in "$@"; do
+        r="$(wrk_run "$WARMUP" "$t" "$LOGS/wrk-$v-${t//\//_}-$round-warmup.txt" "$CONNECTIONS" "$shape")"
+        e="$(errors_of "$r")"; [ "$e" = 0 ] || { log "$v /$t warm-up: $e errors"; failed=1; }
+        r="$(wrk_run "$DURATION" "$t" "$LOGS/wrk-$v-${t//\//_}-$round.txt" "$CONNECTIONS" "$shape")"
+        e="$(errors_of "$r")"; [ "$e" = 0 ] || { log "$v /$t: $e errors"; failed=1; }
+        tsv_row "$tsv" "$round" "$v" "$t" "$(field rps "$r")" "$(field p99_us "$r")" "$e"
+        log "  /$t $(krps "$(field rps "$r")") req/s"
+      done
+      stop_server
+    done
+  done
+  return $failed
+}
+
+# ratio_table TSV: per test and variant, median req/s (min..max), the ratio to raw-vertx's
+# median, p99 and errors, as a Markdown table.
+ratio_table() {
+  python3 - "$1" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+tests = list(dict.fromkeys(r["test"] for r in rows))
+variants = list(dict.fromkeys(r["variant"] for r in rows))
+def vals(v, t, k): return [float(r[k]) for r in rows if r["variant"] == v and r["test"] == t and r[k]]
+print("| test | server | req/s, median (min..max) | vs raw Vert.x | p99 ms | errors |")
+print("| --- | --- | ---: | ---: | ---: | ---: |")
+for t in tests:
+    raw = vals("raw-vertx", t, "rps")
+    base = statistics.median(raw) if raw else None
+    for v in variants:
+        rps = vals(v, t, "rps")
+        if not rps: continue
+        m = statistics.median(rps)
+        ratio = "%.2f" % (m / base) if base else "-"
+        p99 = statistics.median(vals(v, t, "p99_us") or [0]) / 1000
+        errs = int(sum(vals(v, t, "errors")))
+        print("| %s | %s | %.0f (%.0f..%.0f) | %s | %.1f | %d |" % (t, v, m, min(rps), max(rps), ratio, p99, errs))
+PY
+}

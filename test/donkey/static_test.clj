@@ -246,6 +246,17 @@
     (testing "a path that only shares the prefix's letters is not the mount"
       (is (= 404 (:status (raw-get "/secret.txt"))))
       (is (= 404 (:status (raw-get "/sa.txt"))))))
+  (testing "a directory swapped for a link out of the root is refused within a second"
+    (write! *root* "swap/x.txt" "inside")
+    (write! *outside* "x.txt" "outside the root")
+    (with-files {}
+      (is (= "inside" (:body (u/GET "/s/swap/x.txt"))))
+      (Files/delete (.toPath (io/file *root* "swap/x.txt")))
+      (Files/delete (.toPath (io/file *root* "swap")))
+      (Files/createSymbolicLink (.toPath (io/file *root* "swap")) (.toPath *outside*)
+                               (make-array FileAttribute 0))
+      (Thread/sleep 1100)
+      (is (= 404 (:status (u/GET "/s/swap/x.txt"))))))
   (with-files {:allow-symlinks? true :hidden-files? true}
     (is (= "outside the root" (:body (u/GET "/s/out-link.txt"))) "allowed")
     (is (= "SECRET=1" (:body (u/GET "/s/.env"))) "allowed")))

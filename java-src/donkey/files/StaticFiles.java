@@ -5,6 +5,7 @@ import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
+import donkey.ring.CheckedFile;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
@@ -265,16 +266,54 @@ public final class StaticFiles extends AFn {
 
   /**
    * The attributes of {@code p} when it may be served (null when it does not exist, cannot be
-   * read, or leads out of the root through a link that is not allowed).
+   * read, or leads out of the root through a link that is not allowed). Without
+   * {@code :allow-symlinks?}, {@code p} itself is looked at without following a link (a link
+   * is resolved and checked), and its directory's real path is checked once a second at most
+   * ({@link #inRoot}): a real path costs a system call per component of the path.
    */
   private BasicFileAttributes attributes(Path p) throws IOException {
     try {
-      if (!followSymlinks && !p.toRealPath().startsWith(realRoot)) return null;
-      BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class);
-      return a.isRegularFile() && !Files.isReadable(p) ? null : a;
+      if (followSymlinks) return Files.readAttributes(p, BasicFileAttributes.class);
+      BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class,
+          LinkOption.NOFOLLOW_LINKS);
+      if (a.isSymbolicLink()) {
+        if (!p.toRealPath().startsWith(realRoot)) return null;
+        a = Files.readAttributes(p, BasicFileAttributes.class);
+      }
+      if (p.equals(root)) return a;
+      Path dir = p.getParent();
+      return dir != null && inRoot(dir) ? a : null;
     } catch (NoSuchFileException | java.nio.file.AccessDeniedException e) {
       return null;
     }
+  }
+
+  /**
+   * Whether the file at {@code p} (a regular file, as its attributes said) can be read: one
+   * system call, which spares the response writer its two ({@link CheckedFile}).
+   */
+  private static boolean readable(Path p) {
+    return Files.isReadable(p);
+  }
+
+  /** Directories whose real path was found inside the root, and when (System.nanoTime()). */
+  private final java.util.concurrent.ConcurrentHashMap<Path, Long> checkedDirs =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  private static final long RECHECK_NANOS = 1_000_000_000L;
+  private static final int MAX_CHECKED_DIRS = 4096;
+
+  /** Whether the directory {@code dir} really lies under the root, links resolved. */
+  private boolean inRoot(Path dir) throws IOException {
+    long now = System.nanoTime();
+    Long at = checkedDirs.get(dir);
+    if (at != null && now - at < RECHECK_NANOS) return true;
+    if (!dir.toRealPath().startsWith(realRoot)) {
+      checkedDirs.remove(dir);
+      return false;
+    }
+    if (checkedDirs.size() >= MAX_CHECKED_DIRS) checkedDirs.clear();
+    checkedDirs.put(dir, now);
+    return true;
   }
 
   private Found findResource(List<String> segments, boolean slash) throws IOException, Redirect {
@@ -330,7 +369,7 @@ public final class StaticFiles extends AFn {
     String coding = null;
     Found chosen = f;
     boolean siblings = false;
-    if (precompressed && f.path != null) {
+    if (precompressed && f.path != null && !knownAlone(f)) {
       String accept = header(h, "accept-encoding");
       for (String c : new String[] {"br", "gzip"}) {
         Found s = sibling(f, c.equals("br") ? ".br" : ".gz");
@@ -341,10 +380,11 @@ public final class StaticFiles extends AFn {
           chosen = s;
         }
       }
+      if (!siblings) alone(f);
     }
     String etag = f.etag(coding == null ? "" : "-" + coding);
     long modifiedS = f.modified / 1000;
-    String lastModified = HTTP_DATE.format(Instant.ofEpochSecond(modifiedS));
+    String lastModified = httpDate(modifiedS);
     List<String> out = new ArrayList<>(16);
     add(out, "ETag", etag);
     add(out, "Last-Modified", lastModified);
@@ -388,7 +428,10 @@ public final class StaticFiles extends AFn {
         }
       }
     }
-    if (chosen.path != null) return response(200, map(out), chosen.path.toFile());
+    if (chosen.path != null) {
+      return response(200, map(out), readable(chosen.path)
+          ? new CheckedFile(chosen.path.toString()) : chosen.path.toFile());
+    }
     add(out, "Content-Length", Long.toString(chosen.length));
     try {
       return response(200, map(out), chosen.open(0, chosen.length));
@@ -397,9 +440,29 @@ public final class StaticFiles extends AFn {
     }
   }
 
+  /** Files found without precompressed siblings, and when (System.nanoTime()). */
+  private final java.util.concurrent.ConcurrentHashMap<Path, Long> noSiblings =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * Whether {@code f} has no precompressed sibling, as last seen less than a second ago: two
+   * file look-ups a request saved for the common case.
+   */
+  private boolean knownAlone(Found f) {
+    Long at = noSiblings.get(f.path);
+    return at != null && System.nanoTime() - at < RECHECK_NANOS;
+  }
+
+  private void alone(Found f) {
+    if (noSiblings.size() >= MAX_CHECKED_DIRS) noSiblings.clear();
+    noSiblings.put(f.path, System.nanoTime());
+  }
+
   /** The precompressed sibling of {@code f} ({@code name.gz}), when it is a file to serve. */
   private Found sibling(Found f, String ext) {
     Path p = f.path.resolveSibling(f.path.getFileName() + ext);
+    // the common case, no sibling, without the exception a missing file's attributes throw
+    if (!p.toFile().isFile()) return null;
     try {
       BasicFileAttributes a = attributes(p);
       return a != null && a.isRegularFile() ? found(p, a) : null;
@@ -445,6 +508,20 @@ public final class StaticFiles extends AFn {
       i = close + 1;
     }
     return false;
+  }
+
+  /** Formatted modification times: a site's files share few, and formatting one is not free. */
+  private final java.util.concurrent.ConcurrentHashMap<Long, String> dates =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private String httpDate(long seconds) {
+    String d = dates.get(seconds);
+    if (d == null) {
+      d = HTTP_DATE.format(Instant.ofEpochSecond(seconds));
+      if (dates.size() >= MAX_CHECKED_DIRS) dates.clear();
+      dates.put(seconds, d);
+    }
+    return d;
   }
 
   /** An HTTP date in seconds since the epoch, or Long.MIN_VALUE when absent or not a date. */

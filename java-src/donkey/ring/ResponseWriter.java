@@ -248,7 +248,7 @@ public final class ResponseWriter {
    * @param framing {@link Framing#of} the response
    */
   public static void sendFile(HttpServerResponse resp, File f, int framing) {
-    if (!f.isFile() || !f.canRead()) {
+    if (!(f instanceof CheckedFile) && (!f.isFile() || !f.canRead())) {
       throw new IllegalArgumentException("response body file is not a readable file: " + f);
     }
     MultiMap h = resp.headers();

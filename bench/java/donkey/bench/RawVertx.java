@@ -77,6 +77,12 @@ public final class RawVertx {
    */
   public static final byte[] JSON_100K = json100k();
 
+  /**
+   * bench/files.sh: the directory whose {@code NAME.bin} files GET /files/NAME.bin sends with
+   * Vert.x's sendFile; null when the property {@code donkey.bench.files} is not set.
+   */
+  private static final String FILES = System.getProperty("donkey.bench.files");
+
   private static byte[] json100k() {
     java.util.List<Map<String, Object>> items = new java.util.ArrayList<>();
     for (int i = 0; i < 1000; i++) {
@@ -105,7 +111,7 @@ public final class RawVertx {
   }
 
   /**
-   * The whole handler: GET /plaintext, GET /json and GET /json-100k, 405 for other methods, 404 elsewhere.
+   * The whole handler: GET /plaintext, GET /json, GET /json-100k and GET /files/NAME.bin, 405 for other methods, 404 elsewhere.
    * Public so that the JMH benchmarks ({@code bench/jmh}) measure this code, not a copy.
    * Event loop.
    */
@@ -121,6 +127,10 @@ public final class RawVertx {
       } catch (JsonProcessingException e) {
         resp.setStatusCode(500).end();
       }
+    } else if (FILES != null && path.startsWith("/files/")
+        && path.substring(7).matches("[a-z0-9]+\\.bin")) {
+      resp.headers().add(HttpHeaders.SERVER, SERVER).add(HttpHeaders.DATE, date);
+      resp.sendFile(FILES + "/" + path.substring(7));
     } else if ("/json-100k".equals(path)) {
       resp.headers()
           .add(HttpHeaders.CONTENT_TYPE, APPLICATION_JSON)

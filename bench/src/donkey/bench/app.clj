@@ -20,10 +20,13 @@
   (`:ssl-port`, `:ssl-cert`, `:ssl-key`), `donkey.bench.h2` HTTP/2 on it (`:h2?`),
   `donkey.bench.h2c` cleartext HTTP/2 on the plain listener (`:h2c?`), and
   `donkey.bench.compression` response compression (`:compression? true`, every body size) with
-  `GET /json-100k`, RawVertx's 100 KB JSON document (bench/compression.sh).
+  `GET /json-100k`, RawVertx's 100 KB JSON document (bench/compression.sh);
+  `donkey.bench.files` a directory served under /files (`donkey.static/files-route`, route
+  tables only; bench/files.sh).
 
   Usage: java -cp ... clojure.main -m donkey.bench.app VARIANT PORT"
-  (:require [donkey.server :as server])
+  (:require [donkey.server :as server]
+            [donkey.static :as static])
   (:import (com.fasterxml.jackson.databind ObjectMapper)))
 
 (set! *warn-on-reflection* true)
@@ -61,6 +64,11 @@
 
 (def ^:private not-found {:status 404 :headers plaintext-headers :body "Not Found"})
 
+(def ^:private files-handler
+  "The directory of the property donkey.bench.files as a Ring handler under /files, or nil."
+  (when-let [dir (System/getProperty "donkey.bench.files")]
+    (static/files-handler dir {:prefix "/files"})))
+
 (defn- sync-handler
   "A plain Ring handler, as a ring-jetty service would have it."
   [json-response]
@@ -69,7 +77,9 @@
       "/plaintext" (plaintext-response)
       "/json" (json-response)
       "/json-100k" json-100k-response
-      not-found)))
+      (if (and files-handler (.startsWith ^String (:uri request) "/files/"))
+        (files-handler request)
+        not-found))))
 
 (defn- route-table
   "The non-blocking variant: the kernel routes, the handlers run on the event loop."
@@ -80,6 +90,14 @@
              :handler (fn [_request respond _raise] (respond (json-response)))}
             {:path "/json-100k" :methods [:get] :handler-mode :non-blocking
              :handler (fn [_request respond _raise] (respond json-100k-response))}]})
+
+(defn- with-files
+  "`table` with the directory of the property donkey.bench.files served under /files, in
+  `mode`, when the property is set."
+  [table mode]
+  (if-let [dir (System/getProperty "donkey.bench.files")]
+    (update table :routes conj (static/files-route "/files" dir {:handler-mode mode}))
+    table))
 
 (defn- protocol-opts
   "donkey's options for the protocols the system properties ask for; {} when none."
@@ -110,7 +128,8 @@
                                           (clojure-version) ")")))]
     (case variant
       "donkey-nb" (do (announce (json-mode kernel-json?))
-                      (server/run-server (route-table donkey-json) (assoc donkey-opts :port port)))
+                      (server/run-server (with-files (route-table donkey-json) :non-blocking)
+                                         (assoc donkey-opts :port port)))
       "donkey-sync" (do (announce (json-mode kernel-json?))
                         (server/run-server (sync-handler donkey-json) (assoc donkey-opts :port port)))
       "donkey-vt" (do (announce (json-mode kernel-json?))
