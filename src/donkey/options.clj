@@ -248,6 +248,11 @@
    {:key :ws-compression? :to (field 'wsCompression) :check :boolean
     :doc (str "negotiate permessage-deflate when a WebSocket client offers it (costs each "
               "such connection a compressor's memory)")}
+   {:key :access-log :to (field 'accessLog) :check [:one-of nil :common :json]
+    :doc (str "log a line per request (kernel answers included) to System.Logger "
+              "\"donkey.access\" at INFO: :common (Apache's common log format, then the ms "
+              "taken and the route) or :json (a JSON object per line); nil for none. Written "
+              "from a thread of its own, never the event loop")}
    ;; compression is Vert.x's (Netty's encoders); the kernel says which responses may be
    {:key :compression? :to (field 'compression) :check :boolean
     :aliases [[:compression]]

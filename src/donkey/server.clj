@@ -268,6 +268,11 @@
     :ws-compression?            negotiate permessage-deflate when a WebSocket client offers it
                                 (costs each such connection a compressor's memory)
                                 (default false)
+    :access-log                 log a line per request (kernel answers included) to
+                                System.Logger \"donkey.access\" at INFO: :common (Apache's common
+                                log format, then the ms taken and the route) or :json (a JSON
+                                object per line); nil for none. Written from a thread of its
+                                own, never the event loop (default none)
     :compression?               compress responses for clients that accept it: gzip and deflate,
                                 and brotli and zstd first when their libraries are on the
                                 classpath (see the README). Off by default: see the README on

@@ -492,7 +492,7 @@
   "The options whose default is none (nil)."
   #{:async-timeout-handler :keystore :keystore-type :key-password :ssl-cert :ssl-key :ssl-context
     :truststore :trust-password :exclude-ciphers :exclude-protocols :ws-allowed-origins
-    :compression-types})
+    :compression-types :access-log})
 
 (deftest every-option-has-a-default-a-check-and-a-place
   (let [fresh (ServerConfig.)]

@@ -116,6 +116,11 @@ final class Exchange extends AFn
   private int preparedStatus;
   /** The next prepared response of this connection in an {@link Outbox} drain. */
   private Exchange nextPrepared;
+  /** With an access log: when the request arrived (System.nanoTime(), and epoch ms). */
+  private long logStart;
+  private long logStartMillis;
+  /** Loop-confined: true once the access log has this request's line. */
+  private boolean logged;
 
   /** The {@code raise} callback of an async handler (made only for async handlers). */
   private final class Raise extends AFn {
@@ -133,6 +138,25 @@ final class Exchange extends AFn
     this.resp = req.response();
     this.connection = connection;
     this.h2 = req.version() == HttpVersion.HTTP_2;
+    if (loop.accessLog != null) {
+      logStart = System.nanoTime();
+      logStartMillis = System.currentTimeMillis();
+    }
+  }
+
+  /**
+   * Event loop, once, when the request is over (its response ended, or its connection closed
+   * first): its line in the access log.
+   */
+  private void logAccess() {
+    if (logged) return;
+    logged = true;
+    ConnectionGuard.State c = connection;
+    Route r = route;
+    loop.accessLog.record(logStartMillis, c != null ? c.remoteAddress : null,
+        req.method().name(), req.uri(), h2 ? "HTTP/2.0" : req.version() == HttpVersion.HTTP_1_0
+            ? "HTTP/1.0" : "HTTP/1.1", resp.getStatusCode(), resp.bytesWritten(),
+        System.nanoTime() - logStart, r != null ? r.describe() : null);
   }
 
   ServerVerticle loop() {
@@ -376,6 +400,7 @@ final class Exchange extends AFn
     if (connection != null) connection.responseEnded(this);
     RequestBody b = body;
     if (b != null) b.discardRest();
+    if (loop.accessLog != null) logAccess();
     over();
     if (closeAfter) req.connection().close();
   }
@@ -385,6 +410,7 @@ final class Exchange extends AFn
    * sent for it.
    */
   void connectionClosed() {
+    if (loop.accessLog != null) logAccess();
     over();
   }
 

@@ -7,6 +7,7 @@ import donkey.kernel.compression.ResponseCompression;
 import donkey.kernel.config.ServerConfig;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.log.AccessLog;
 import donkey.kernel.tls.TlsFileWatch;
 import donkey.kernel.tls.TlsOptions;
 import donkey.kernel.workers.WorkerPool;
@@ -58,9 +59,12 @@ public final class Server extends AFn implements Closeable {
   private volatile ServerConfig tlsConfig;
   private final java.util.concurrent.ScheduledExecutorService watchdog;
   private volatile Thread shutdownHook;
+  /** The access log every event loop records to, or null without :access-log. */
+  private final AccessLog accessLog;
 
   private Server(ServerConfig config, Vertx vertx, WorkerPool workers) {
     this.config = config;
+    this.accessLog = config.accessLog == null ? null : new AccessLog(config.accessLog.getName());
     this.vertx = vertx;
     this.workers = workers;
     this.connections = new ConnectionCount(config.maxConnections);
@@ -197,7 +201,7 @@ public final class Server extends AFn implements Closeable {
   private void deploy(int onPort, int onTlsPort, ServerSSLOptions tls, int instances) {
     await(vertx.deployVerticle(() -> {
       ServerVerticle v = new ServerVerticle(config, workers, onPort, onTlsPort, tls,
-          connections);
+          connections, accessLog);
       loops.add(v);
       return v;
     }, new DeploymentOptions().setInstances(instances)), START_TIMEOUT_S * 1000);
@@ -340,6 +344,7 @@ public final class Server extends AFn implements Closeable {
           "donkey: Vert.x did not close cleanly: " + rootMessage(e));
     } finally {
       watchdog.shutdownNow();
+      if (accessLog != null) accessLog.close();
       Thread hook = shutdownHook;
       if (hook != null && Thread.currentThread() != hook) {
         try {

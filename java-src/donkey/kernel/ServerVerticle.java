@@ -4,6 +4,7 @@ import donkey.kernel.compression.ResponseCompression;
 import donkey.kernel.config.ServerConfig;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.log.AccessLog;
 import donkey.kernel.http2.Http2Limits;
 import donkey.kernel.tls.TlsContextFactory;
 import donkey.kernel.tls.TlsOptions;
@@ -45,6 +46,8 @@ final class ServerVerticle extends VerticleBase {
   final CharSequence serverHeader;
   /** The kernel's own text answers, with this server's Date and Server settings. */
   final PlainAnswers answers;
+  /** The server's access log, or null without :access-log. */
+  final AccessLog accessLog;
   /** Which responses Vert.x may compress; null with :compression? off. */
   final ResponseCompression compression;
   /** The checks of each request head; loop-confined scratch. */
@@ -123,8 +126,9 @@ final class ServerVerticle extends VerticleBase {
   private HttpServer https;
 
   ServerVerticle(ServerConfig config, WorkerPool workers, int port, int tlsPort,
-                 ServerSSLOptions tls, ConnectionCount connections) {
+                 ServerSSLOptions tls, ConnectionCount connections, AccessLog accessLog) {
     this.config = config;
+    this.accessLog = accessLog;
     this.webSockets = new WebSockets(config, this::handOffTask);
     this.workers = workers;
     this.yieldAfterHandOff = !workers.virtual();
@@ -307,12 +311,17 @@ final class ServerVerticle extends VerticleBase {
     }
     if (s != null) s.closeAfterAnswer();
     Throwable cause = r.decoderResult().cause();
+    int status;
     if (cause instanceof TooLongHttpLineException) {
-      answers.raw(c, 414, "URI Too Long");
+      answers.raw(c, status = 414, "URI Too Long");
     } else if (cause instanceof TooLongHttpHeaderException) {
-      answers.raw(c, 431, "Request Header Fields Too Large");
+      answers.raw(c, status = 431, "Request Header Fields Too Large");
     } else {
-      answers.raw(c, 400, "Bad Request: malformed request line or headers");
+      answers.raw(c, status = 400, "Bad Request: malformed request line or headers");
+    }
+    if (accessLog != null) {
+      accessLog.record(System.currentTimeMillis(), s != null ? s.remoteAddress : null,
+          r.method() != null ? r.method().name() : null, r.uri(), "HTTP/1.1", status, 0, 0, null);
     }
   }
 

@@ -89,6 +89,11 @@ public final class Route {
     }
   }
 
+  /** The route as a log names it: its methods and path pattern ({@code "GET /users/:id"}). */
+  public String describe() {
+    return (methods.length == 0 ? "ANY" : String.join(",", methods)) + " " + path;
+  }
+
   /** False when the route turned response compression off. */
   public boolean compresses() {
     return compress;

@@ -91,7 +91,7 @@
       :ssl-context (when-not (or (nil? v) (instance? javax.net.ssl.SSLContext v))
                      "a javax.net.ssl.SSLContext")
       :one-of (when-not (contains? (set (rest check)) v)
-                (str "one of " (str/join ", " (rest check))))
+                (str "one of " (str/join ", " (map pr-str (rest check)))))
       :int (let [hi (if (keyword? b) (get resolved b) b)]
              (when-not (and (integer? v) (<= a v hi))
                (str "an integer in " a ".." hi))))))

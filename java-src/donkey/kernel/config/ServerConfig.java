@@ -188,6 +188,9 @@ public final class ServerConfig {
    */
   public IFn wsListenerAdapter;
 
+  /** The access log's format, {@code :common} or {@code :json}; null for none. */
+  public Keyword accessLog;
+
   // ---- compression -------------------------------------------------------------------
 
   /** Compress responses whose client accepts it (gzip, deflate; brotli, zstd when present). */
