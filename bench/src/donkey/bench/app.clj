@@ -25,8 +25,7 @@
   tables only; bench/files.sh).
 
   Usage: java -cp ... clojure.main -m donkey.bench.app VARIANT PORT"
-  (:require [donkey.server :as server]
-            [donkey.static :as static])
+  (:require [donkey.server :as server])
   (:import (com.fasterxml.jackson.databind ObjectMapper)))
 
 (set! *warn-on-reflection* true)
@@ -65,9 +64,10 @@
 (def ^:private not-found {:status 404 :headers plaintext-headers :body "Not Found"})
 
 (def ^:private files-handler
-  "The directory of the property donkey.bench.files as a Ring handler under /files, or nil."
+  "The directory of the property donkey.bench.files as a Ring handler under /files, or nil.
+  donkey.static loads only then, so that the other benches time the start-up they did."
   (when-let [dir (System/getProperty "donkey.bench.files")]
-    (static/files-handler dir {:prefix "/files"})))
+    ((requiring-resolve 'donkey.static/files-handler) dir {:prefix "/files"})))
 
 (defn- sync-handler
   "A plain Ring handler, as a ring-jetty service would have it."
@@ -96,7 +96,8 @@
   `mode`, when the property is set."
   [table mode]
   (if-let [dir (System/getProperty "donkey.bench.files")]
-    (update table :routes conj (static/files-route "/files" dir {:handler-mode mode}))
+    (update table :routes conj
+            ((requiring-resolve 'donkey.static/files-route) "/files" dir {:handler-mode mode}))
     table))
 
 (defn- protocol-opts
