@@ -116,6 +116,9 @@
               "has not answered in time, answers instead of the 503 (Ring 1.9's option)")}
    {:key :shutdown-timeout :to (field 'shutdownTimeoutMs) :check [:int 0 Long/MAX_VALUE]
     :doc "ms `stop` waits for in-flight requests"}
+   {:key :shutdown-delay :to (field 'shutdownDelayMs) :check [:int 0 Long/MAX_VALUE]
+    :doc (str "ms `stop` keeps serving before it stops accepting, while `readiness-handler` "
+              "answers 503, so a load balancer stops sending first (see the README on deploys)")}
    {:key :shutdown-hook? :to (field 'shutdownHook) :check :boolean
     :doc "register a JVM shutdown hook that stops the server, draining it, on SIGTERM"}
    {:key :max-connections :to (field 'maxConnections) :check [:int 0 Integer/MAX_VALUE]

@@ -167,6 +167,9 @@
                                 async handler has not answered in time, answers instead of the
                                 503 (Ring 1.9's option) (default none)
     :shutdown-timeout           ms `stop` waits for in-flight requests (default 30000)
+    :shutdown-delay             ms `stop` keeps serving before it stops accepting, while
+                                `readiness-handler` answers 503, so a load balancer stops
+                                sending first (see the README on deploys) (default 0)
     :shutdown-hook?             register a JVM shutdown hook that stops the server, draining it,
                                 on SIGTERM (default false)
     :max-connections            open connections over this are closed as soon as accepted
@@ -383,3 +386,35 @@
   "`:running`, `:stopping` (draining in-flight requests) or `:stopped`."
   [^Server server]
   (keyword (.status server)))
+
+(defn ready?
+  "True while a donkey server of this JVM runs and none is stopping: false from the start of a
+  `stop` (its `:shutdown-delay` included). Any thread."
+  []
+  (Server/ready))
+
+(def ^:private ready-response
+  {:status 200 :headers {"Content-Type" "text/plain" "Cache-Control" "no-store"} :body "ready"})
+
+(def ^:private not-ready-response
+  {:status 503 :headers {"Content-Type" "text/plain" "Cache-Control" "no-store"}
+   :body "shutting down"})
+
+(defn readiness-handler
+  "A Ring handler (1- and 3-arity) for a load balancer's or Kubernetes' readiness probe: 200
+  `ready` while `ready?`, 503 `shutting down` once a `stop` has begun, so the balancer stops
+  sending during `:shutdown-delay` while the server still answers."
+  []
+  (fn
+    ([_] (if (Server/ready) ready-response not-ready-response))
+    ([_ respond _] (respond (if (Server/ready) ready-response not-ready-response)))))
+
+(defn liveness-handler
+  "A Ring handler (1- and 3-arity) for a liveness probe: 200 `alive` whenever it is called,
+  stopping or not (a liveness probe that failed during a drain would have the pod killed)."
+  []
+  (let [alive {:status 200 :headers {"Content-Type" "text/plain" "Cache-Control" "no-store"}
+               :body "alive"}]
+    (fn
+      ([_] alive)
+      ([_ respond _] (respond alive)))))

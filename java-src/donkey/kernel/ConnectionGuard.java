@@ -305,6 +305,21 @@ final class ConnectionGuard {
   }
 
   /**
+   * Event loop, as the server stops accepting: each HTTP/1.x connection's request in progress
+   * is answered with {@code Connection: close} and the connection closed after it; requests
+   * read behind it are not served. (Idle connections are Vert.x's to close; HTTP/2 ones get
+   * its GOAWAY.)
+   */
+  void closeAfterAnswers() {
+    for (State s : connections.values()) {
+      if (s.streams != null) continue;
+      Exchange x = s.current;
+      if (x != null) x.closeAfterResponse();
+      s.closeAfterAnswer();
+    }
+  }
+
+  /**
    * Closes connections that have waited too long for a complete request head or been idle
    * too long, answers 408 for bodies that stopped arriving before their handler could run, and
    * 503 for requests whose handler has not answered within {@code :request-timeout} (or the

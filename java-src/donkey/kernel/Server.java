@@ -181,6 +181,8 @@ public final class Server extends AFn implements Closeable {
         server.shutdownHook = hook;
         Runtime.getRuntime().addShutdownHook(hook);
       }
+      server.counted = true;
+      RUNNING.incrementAndGet();
       return server;
     } catch (RuntimeException e) {
       server.release(0);
@@ -277,7 +279,34 @@ public final class Server extends AFn implements Closeable {
       awaitStopped();
       return;
     }
+    STOPPING.incrementAndGet();
+    if (config.shutdownDelayMs > 0) {
+      // not ready from here, but still serving, so that the load balancer, seeing the
+      // readiness probe fail, stops sending before the listener closes
+      try {
+        Thread.sleep(config.shutdownDelayMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
     release(graceMs);
+  }
+
+  /** Servers of this JVM started and not yet stopped, and how many of them are stopping. */
+  private static final java.util.concurrent.atomic.AtomicInteger RUNNING =
+      new java.util.concurrent.atomic.AtomicInteger();
+  private static final java.util.concurrent.atomic.AtomicInteger STOPPING =
+      new java.util.concurrent.atomic.AtomicInteger();
+  /** True once this server counts among {@link #RUNNING}. */
+  private volatile boolean counted;
+
+  /**
+   * Any thread: true while a donkey server of this JVM runs and none is stopping: what a
+   * readiness probe answers. A stopping server is not ready from the start of its
+   * {@code :shutdown-delay}.
+   */
+  public static boolean ready() {
+    return RUNNING.get() > 0 && STOPPING.get() == 0;
   }
 
   /** {@code "running"}, {@code "stopping"} (draining) or {@code "stopped"}. Any thread. */
@@ -361,6 +390,11 @@ public final class Server extends AFn implements Closeable {
       } catch (InterruptedException e) {
         workers.shutdownNow();
         Thread.currentThread().interrupt();
+      }
+      if (counted) {
+        counted = false;
+        RUNNING.decrementAndGet();
+        STOPPING.decrementAndGet();
       }
       stopping.set(true);
       stopped.countDown();

@@ -251,6 +251,7 @@ final class ServerVerticle extends VerticleBase {
     vertx.cancelTimer(sweeper);
     if (wsSweeper >= 0) vertx.cancelTimer(wsSweeper);
     webSockets.closeAll(1001, "server shutting down");
+    guard.closeAfterAnswers();
     List<Future<?>> shut = new ArrayList<>(2);
     if (http != null) shut.add(http.shutdown(Duration.ofMillis(shutdownGraceMs)));
     if (https != null) shut.add(https.shutdown(Duration.ofMillis(shutdownGraceMs)));

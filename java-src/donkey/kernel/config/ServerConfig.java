@@ -72,6 +72,11 @@ public final class ServerConfig {
   public long requestTimeoutMs = 60_000;
   /** How long {@code Server.stop} waits for in-flight requests, in ms. */
   public long shutdownTimeoutMs = 30_000;
+  /**
+   * How long {@code Server.stop} keeps serving, not ready, before it stops accepting, in ms:
+   * time for a load balancer to see the readiness probe fail and stop sending.
+   */
+  public long shutdownDelayMs;
   /** Value of the {@code Server} response header, or null to send none. */
   public String serverHeader = "donkey";
   /** False: no {@code Date} header on any response. */
