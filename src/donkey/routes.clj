@@ -21,6 +21,8 @@
                    the first one in the vector sees the request first
     :compress?     false: this route's responses are never compressed (with the server option
                    :compression? on); default true
+    :max-body-size the largest request body this route takes, in bytes (larger gets 413);
+                   default the server's :max-body-size
 
   Path params arrive in the request under :path-params, percent-decoded, with keyword keys."
   (:require [clojure.string :as str])
@@ -33,7 +35,7 @@
 
 (def ^:private route-keys
   #{:path :match-type :methods :consumes :produces :handler :handler-mode :middleware :name
-    :compress?})
+    :compress? :max-body-size})
 
 (defn- fail [route msg]
   (throw (IllegalArgumentException.
@@ -89,6 +91,9 @@
       (fail route (str ":handler-mode must be :blocking or :non-blocking, got " (pr-str handler-mode))))
     (when-not (contains? #{nil true false} (:compress? route))
       (fail route (str ":compress? must be true or false, got " (pr-str (:compress? route)))))
+    (when-not (or (nil? (:max-body-size route))
+                  (and (integer? (:max-body-size route)) (<= 0 (:max-body-size route) Long/MAX_VALUE)))
+      (fail route (str ":max-body-size must be an integer >= 0, got " (pr-str (:max-body-size route)))))
     (when-not (or (nil? middleware) (sequential? middleware))
       (fail route ":middleware must be a vector of middleware fns"))
     ;; what the kernel calls is the handler inside its middleware
@@ -104,7 +109,8 @@
               (strings route :consumes) (strings route :produces)
               ^IFn wrapped
               (if non-blocking? Route$Mode/NON_BLOCKING Route$Mode/BLOCKING)
-              (not (false? (:compress? route)))))))
+              (not (false? (:compress? route)))
+              (long (or (:max-body-size route) -1))))))
 
 (defn ^:no-doc compile-routes
   "Validates `routes` and compiles them into a donkey.route.Router. `server-middleware` wraps

@@ -225,3 +225,20 @@
   (testing "big chunks still pause at 256 KiB of bytes"
     (let [[offered] (chunks-until-paused 8192 1000)]
       (is (<= 31 offered 33) (str "paused after " offered " 8 KiB chunks")))))
+
+(deftest a-route-has-a-body-limit-of-its-own
+  (with-server {:routes [{:path "/small" :methods [:post] :max-body-size 10
+                          :handler (fn [r] {:status 200 :body (slurp (:body r))})}
+                         {:path "/small-async" :methods [:post] :max-body-size 10
+                          :handler-mode :non-blocking
+                          :handler (fn [r respond _] (respond {:status 200 :body (slurp (:body r))}))}
+                         {:path "/big" :methods [:post]
+                          :handler (fn [r] {:status 200 :body (str (count (slurp (:body r))))})}]}
+    {:max-body-size 100}
+    (doseq [p ["/small" "/small-async"]]
+      (is (= "0123456789" (:body (u/request :post p {:body "0123456789"}))) p)
+      (is (= 413 (:status (u/request :post p {:body "01234567890"}))) p))
+    (is (= "100" (:body (u/request :post "/big" {:body (apply str (repeat 100 "x"))}))))
+    (is (= 413 (:status (u/request :post "/big" {:body (apply str (repeat 101 "x"))})))))
+  (is (thrown-with-msg? IllegalArgumentException #":max-body-size must be an integer"
+                        (u/with-server {:routes [{:path "/" :max-body-size -1 :handler identity}]} {}))))

@@ -110,7 +110,8 @@ final class Admission {
       // (HTTP/1.0 has no interim answers: RFC 9110 10.1.1 says to ignore the expectation)
       x.reading(RequestBody.read(x, req, length, x.async(),
           head.expect != null && req.version() != HttpVersion.HTTP_1_0
-              && "100-continue".equalsIgnoreCase(head.expect.trim()), coding, cfg));
+              && "100-continue".equalsIgnoreCase(head.expect.trim()), coding,
+          x.maxBodySize(cfg), cfg));
     } catch (RuntimeException e) {
       // a bug of the kernel's, on input it should have refused: the request still gets an
       // answer, and the connection no further requests

@@ -283,6 +283,12 @@ final class Exchange extends AFn
     this.body = body;
   }
 
+  /** The largest request body allowed: the matched route's, else the server's. */
+  long maxBodySize(ServerConfig cfg) {
+    Route r = route;
+    return r != null && r.maxBodySize() >= 0 ? r.maxBodySize() : cfg.maxBodySize;
+  }
+
   /** True unless the matched route turned response compression off. */
   boolean compresses() {
     return route == null || route.compresses();

@@ -73,12 +73,14 @@ final class RequestBody {
    *
    * @param expectContinue true when the client waits for {@code 100 Continue}
    * @param coding the body's {@link RequestDecoding} coding, inflated for the handler
+   * @param maxBody the largest body allowed: the route's {@code :max-body-size}, else the
+   *     server's
    * @return the body, or null when it was refused
    */
   static RequestBody read(Exchange x, HttpServerRequest req, long length, boolean async,
-                          boolean expectContinue, int coding, ServerConfig cfg) {
+                          boolean expectContinue, int coding, long maxBody, ServerConfig cfg) {
     // an async handler's body is held in one array
-    long limit = async ? Math.min(cfg.maxBodySize, BodyBuffer.MAX) : cfg.maxBodySize;
+    long limit = async ? Math.min(maxBody, BodyBuffer.MAX) : maxBody;
     RequestBody b = new RequestBody(x, req, coding);
     if (length > limit) {
       if (length - limit > DRAIN_LIMIT) {
@@ -92,7 +94,7 @@ final class RequestBody {
     if (async) {
       b.buffer(length, limit);
     } else {
-      b.stream(cfg);
+      b.stream(cfg, limit);
     }
     return b;
   }
@@ -139,7 +141,7 @@ final class RequestBody {
    * fail); what the handler leaves unread is discarded once the response has been sent
    * ({@link #discardRest}).
    */
-  private void stream(ServerConfig cfg) {
+  private void stream(ServerConfig cfg, long maxBody) {
     BodyInputStream in = new BodyInputStream(req, exchange.loop().eventLoop,
         Durations.nanos(cfg.bodyTimeoutMs), () -> {
           // claimed here, on the reading thread, before its read fails: the handler's own
@@ -158,7 +160,7 @@ final class RequestBody {
     });
     req.handler(chunk -> {
       received += chunk.length();
-      if (received > cfg.maxBodySize) {
+      if (received > maxBody) {
         if (!rejected) {
           rejected = true;
           // claimed before the handler's reads fail, as above
@@ -166,7 +168,7 @@ final class RequestBody {
             ErrorAnswers.closeConnection(exchange);
           }
           in.fail(new IOException("the request body is larger than :max-body-size ("
-              + cfg.maxBodySize + " bytes)"));
+              + maxBody + " bytes)"));
         }
         return;
       }
@@ -174,7 +176,7 @@ final class RequestBody {
     });
     req.endHandler(v -> in.end());
     exchange.dispatch(coding == RequestDecoding.NONE ? in : RequestDecoding.inflating(in, coding,
-        cfg.maxBodySize, this::inflatedTooLarge, this::notInflatable));
+        maxBody, this::inflatedTooLarge, this::notInflatable));
   }
 
   /**

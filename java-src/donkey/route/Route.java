@@ -30,6 +30,8 @@ public final class Route {
   final Mode mode;
   /** False when the route's responses are never compressed ({@code :compress? false}). */
   private final boolean compress;
+  /** The route's {@code :max-body-size}, or -1 for the server's. */
+  private final long maxBodySize;
   /** The parameters of a {@code :simple} path, in order, as keys of {@code :path-params}. */
   clojure.lang.Keyword[] paramKeys = new clojure.lang.Keyword[0];
 
@@ -39,16 +41,18 @@ public final class Route {
    */
   public Route(String path, boolean regex, String[] methods, String[] consumes,
                String[] produces, IFn handler, Mode mode) {
-    this(path, regex, methods, consumes, produces, handler, mode, true);
+    this(path, regex, methods, consumes, produces, handler, mode, true, -1);
   }
 
   /**
    * As the other constructor, with {@code compress} false for a route whose responses the
-   * server never compresses.
+   * server never compresses, and {@code maxBodySize} the largest request body the route takes
+   * (-1: the server's {@code :max-body-size}).
    */
   public Route(String path, boolean regex, String[] methods, String[] consumes,
-               String[] produces, IFn handler, Mode mode, boolean compress) {
+               String[] produces, IFn handler, Mode mode, boolean compress, long maxBodySize) {
     this.compress = compress;
+    this.maxBodySize = maxBodySize;
     this.path = path;
     this.regex = regex;
     this.methods = upper(methods);
@@ -92,6 +96,11 @@ public final class Route {
   /** The route as a log names it: its methods and path pattern ({@code "GET /users/:id"}). */
   public String describe() {
     return (methods.length == 0 ? "ANY" : String.join(",", methods)) + " " + path;
+  }
+
+  /** The route's largest request body, or -1 for the server's {@code :max-body-size}. */
+  public long maxBodySize() {
+    return maxBodySize;
   }
 
   /** False when the route turned response compression off. */
