@@ -82,8 +82,8 @@ public final class Accept {
     return exact ? 2 : -1;
   }
 
-  /** A weight, {@code 0} to {@code 1} with decimals; 0 for anything else. */
-  private static double qvalue(String v, int from, int to) {
+  /** A weight, {@code 0} to {@code 1} with decimals; 0 for anything else (also Accept-Encoding's). */
+  static double qvalue(String v, int from, int to) {
     if (v.charAt(from) == '"') {
       from++;
       to--;

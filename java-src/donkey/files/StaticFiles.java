@@ -5,6 +5,8 @@ import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
+import donkey.codec.AcceptEncoding;
+import donkey.codec.HttpDates;
 import donkey.ring.CheckedFile;
 import java.io.File;
 import java.io.IOException;
@@ -191,14 +193,14 @@ public final class StaticFiles extends AFn {
     if (ifMatch != null) {
       if (!Validators.matches(ifMatch, etag, true)) return status(412, out);
     } else {
-      long since = Validators.date(header(h, "if-unmodified-since"));
+      long since = HttpDates.parse(header(h, "if-unmodified-since"));
       if (since != Long.MIN_VALUE && modifiedS > since) return status(412, out);
     }
     String ifNoneMatch = header(h, "if-none-match");
     if (ifNoneMatch != null) {
       if (Validators.matches(ifNoneMatch, etag, false)) return status(304, out);
     } else {
-      long since = Validators.date(header(h, "if-modified-since"));
+      long since = HttpDates.parse(header(h, "if-modified-since"));
       if (since != Long.MIN_VALUE && modifiedS <= since) return status(304, out);
     }
 
@@ -244,7 +246,7 @@ public final class StaticFiles extends AFn {
   private String httpDate(long seconds) {
     String d = dates.get(seconds);
     if (d == null) {
-      d = Validators.HTTP_DATE.format(Instant.ofEpochSecond(seconds));
+      d = HttpDates.format(Instant.ofEpochSecond(seconds));
       if (dates.size() >= MAX_DATES) dates.clear();
       dates.put(seconds, d);
     }

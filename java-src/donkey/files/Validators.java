@@ -1,25 +1,10 @@
 package donkey.files;
 
-import java.time.ZoneOffset;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
-import java.util.Locale;
-
 /**
  * The validators' side of conditional requests (RFC 9110 13.1): entity-tag lists compared
- * strongly or weakly, HTTP dates in their three formats, and {@code If-Range}. Stateless.
+ * strongly or weakly, and {@code If-Range}. Stateless.
  */
 final class Validators {
-  static final DateTimeFormatter HTTP_DATE =
-      DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US)
-          .withZone(ZoneOffset.UTC);
-  private static final DateTimeFormatter RFC_850 =
-      DateTimeFormatter.ofPattern("EEEE, dd-MMM-yy HH:mm:ss 'GMT'", Locale.US)
-          .withZone(ZoneOffset.UTC);
-  private static final DateTimeFormatter ASCTIME =
-      DateTimeFormatter.ofPattern("EEE MMM ppd HH:mm:ss yyyy", Locale.US).withZone(ZoneOffset.UTC);
-
   private Validators() {}
 
   /**
@@ -59,19 +44,5 @@ final class Validators {
       i = close + 1;
     }
     return false;
-  }
-
-  /** An HTTP date in seconds since the epoch, or Long.MIN_VALUE when absent or not a date. */
-  static long date(String v) {
-    if (v == null) return Long.MIN_VALUE;
-    String s = v.trim();
-    for (DateTimeFormatter f : new DateTimeFormatter[] {HTTP_DATE, RFC_850, ASCTIME}) {
-      try {
-        return ZonedDateTime.parse(s, f).toEpochSecond();
-      } catch (DateTimeParseException e) {
-        // the next format
-      }
-    }
-    return Long.MIN_VALUE;
   }
 }

@@ -36,6 +36,9 @@ import java.util.Map;
  *
  * <p>Threading: every method runs on the owning event loop, except that {@link #count} is
  * shared between loops (atomic).
+ *
+ * <p>One class past 450 lines: each limit and timeout above reads and writes the one
+ * per-connection {@link State} it owns, and one sweep checks them all.
  */
 final class ConnectionGuard {
   /**

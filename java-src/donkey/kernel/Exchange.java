@@ -154,8 +154,8 @@ final class Exchange extends AFn
     ConnectionGuard.State c = connection;
     Route r = route;
     loop.accessLog.record(logStartMillis, c != null ? c.remoteAddress : null,
-        req.method().name(), req.uri(), h2 ? "HTTP/2.0" : req.version() == HttpVersion.HTTP_1_0
-            ? "HTTP/1.0" : "HTTP/1.1", resp.getStatusCode(), resp.bytesWritten(),
+        req.method().name(), req.uri(), RequestMap.protocol(req.version()),
+        resp.getStatusCode(), resp.bytesWritten(),
         System.nanoTime() - logStart, r != null ? r.describe() : null);
   }
 

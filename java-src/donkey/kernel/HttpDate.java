@@ -1,10 +1,8 @@
 package donkey.kernel;
 
+import donkey.codec.HttpDates;
 import io.netty.util.AsciiString;
-import java.time.ZoneOffset;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.util.Locale;
+import java.time.Instant;
 
 /**
  * The {@code Date} header value every response carries: the IMF-fixdate of RFC 9110 section
@@ -18,9 +16,6 @@ import java.util.Locale;
  * so loops whose timers fire in the same second keep one object.
  */
 final class HttpDate {
-  private static final DateTimeFormatter FORMAT =
-      DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US);
-
   private static volatile AsciiString current = format();
 
   private HttpDate() {}
@@ -37,6 +32,6 @@ final class HttpDate {
   }
 
   private static AsciiString format() {
-    return AsciiString.cached(FORMAT.format(ZonedDateTime.now(ZoneOffset.UTC)));
+    return AsciiString.cached(HttpDates.format(Instant.now()));
   }
 }

@@ -11,6 +11,7 @@ import donkey.kernel.tls.TlsOptions;
 import donkey.kernel.websocket.WebSockets;
 import donkey.kernel.workers.WorkerPool;
 import donkey.kernel.workers.Workers;
+import donkey.ring.RequestMap;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
@@ -322,7 +323,8 @@ final class ServerVerticle extends VerticleBase {
     }
     if (accessLog != null) {
       accessLog.record(System.currentTimeMillis(), s != null ? s.remoteAddress : null,
-          r.method() != null ? r.method().name() : null, r.uri(), "HTTP/1.1", status, 0, 0, null);
+          r.method() != null ? r.method().name() : null, r.uri(),
+          r.version() != null ? RequestMap.protocol(r.version()) : null, status, 0, 0, null);
     }
   }
 

@@ -405,7 +405,8 @@ public final class RequestMap {
     }
   }
 
-  static String protocol(HttpVersion v) {
+  /** The Ring {@code :protocol} of a request of version {@code v}. */
+  public static String protocol(HttpVersion v) {
     switch (v) {
       case HTTP_1_0: return "HTTP/1.0";
       case HTTP_1_1: return "HTTP/1.1";

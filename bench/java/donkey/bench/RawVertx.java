@@ -132,12 +132,7 @@ public final class RawVertx {
       resp.headers().add(HttpHeaders.SERVER, SERVER).add(HttpHeaders.DATE, date);
       resp.sendFile(FILES + "/" + path.substring(7));
     } else if ("/json-100k".equals(path)) {
-      resp.headers()
-          .add(HttpHeaders.CONTENT_TYPE, APPLICATION_JSON)
-          .add(HttpHeaders.CONTENT_LENGTH, Integer.toString(JSON_100K.length))
-          .add(HttpHeaders.SERVER, SERVER)
-          .add(HttpHeaders.DATE, date);
-      resp.end(Buffer.buffer(JSON_100K));
+      json(resp, date, JSON_100K);
     } else {
       resp.setStatusCode(404).end();
     }
@@ -159,7 +154,11 @@ public final class RawVertx {
    */
   public static void json(HttpServerResponse resp, CharSequence date)
       throws JsonProcessingException {
-    byte[] json = MAPPER.writeValueAsBytes(Map.of("message", "Hello, World!"));
+    json(resp, date, MAPPER.writeValueAsBytes(Map.of("message", "Hello, World!")));
+  }
+
+  /** A JSON response of {@code json}'s bytes: four header lines and the body. */
+  private static void json(HttpServerResponse resp, CharSequence date, byte[] json) {
     resp.headers()
         .add(HttpHeaders.CONTENT_TYPE, APPLICATION_JSON)
         .add(HttpHeaders.CONTENT_LENGTH, Integer.toString(json.length))

@@ -1,15 +1,18 @@
-package donkey.files;
+package donkey.codec;
 
 import java.util.Locale;
 
 /**
  * Whether an {@code Accept-Encoding} header accepts a content coding (RFC 9110 12.5.3): named
- * with a q-value above 0, or covered by {@code *} with one when it is not named. Stateless.
+ * with a weight above 0, or covered by {@code *} with one when it is not named;
+ * {@code x-gzip} names gzip. Weights are read as {@link Accept} reads them (anything but a
+ * number from 0 to 1 is 0). Stateless; any thread.
  */
-final class AcceptEncoding {
+public final class AcceptEncoding {
   private AcceptEncoding() {}
 
-  static boolean accepts(String header, String coding) {
+  /** True when {@code header} (null: none sent) accepts {@code coding} (lower case). */
+  public static boolean accepts(String header, String coding) {
     if (header == null) return false;
     double named = -1;
     double star = -1;
@@ -19,13 +22,8 @@ final class AcceptEncoding {
       double q = 1;
       for (int i = 1; i < p.length; i++) {
         String param = p[i].trim();
-        if (param.length() > 2 && (param.charAt(0) == 'q' || param.charAt(0) == 'Q')
-            && param.charAt(1) == '=') {
-          try {
-            q = Double.parseDouble(param.substring(2).trim());
-          } catch (NumberFormatException e) {
-            q = 0;
-          }
+        if (param.length() > 2 && (param.charAt(0) | 0x20) == 'q' && param.charAt(1) == '=') {
+          q = Accept.qvalue(param, 2, param.length());
         }
       }
       if (name.equals(coding) || coding.equals("gzip") && name.equals("x-gzip")) {
