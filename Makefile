@@ -21,15 +21,16 @@ run: deps
 # protocols (bench/protocols.sh): TLS JSON, TLS handshakes, h2c and h2 against raw Vert.x with
 # the same settings; then WebSockets (bench/websocket.sh): echo messages/s, a broadcast to
 # 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server; between
-# them, gzip-compressed JSON (bench/compression.sh) against raw Vert.x's compression and static
-# files (bench/files.sh) against raw Vert.x's sendFile. About three
+# them, gzip-compressed JSON (bench/compression.sh) against raw Vert.x's compression, static
+# files (bench/files.sh) against raw Vert.x's sendFile and the cost of :metrics
+# (bench/metrics.sh: metrics on against off). About three
 # hours; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 SHAPE_MAX=4 HS_WARMUP=3
 # LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke run. Fails when any request or
 # message failed.
 bench: deps
 	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; \
 	  SKIP_BUILD=1 bash bench/protocols.sh || rc=1; SKIP_BUILD=1 bash bench/compression.sh || rc=1; \
-	  SKIP_BUILD=1 bash bench/files.sh || rc=1; \
+	  SKIP_BUILD=1 bash bench/files.sh || rc=1; SKIP_BUILD=1 bash bench/metrics.sh || rc=1; \
 	  SKIP_BUILD=1 bash bench/websocket.sh || rc=1; \
 	  exit $$rc
 

@@ -48,7 +48,11 @@
                                                  com.aayushatharva.brotli4j/native-windows-x86_64
                                                  com.aayushatharva.brotli4j/native-windows-aarch64]]
                                    [com.aayushatharva.brotli4j/native-linux-x86_64 "1.23.0"]
-                                   [com.github.luben/zstd-jni "1.5.7-7"]]
+                                   [com.github.luben/zstd-jni "1.5.7-7"]
+                                   ;; the optional metrics (donkey.metrics) and their
+                                   ;; Prometheus scrape handler
+                                   [io.micrometer/micrometer-core "1.17.2"]
+                                   [io.micrometer/micrometer-registry-prometheus "1.17.2"]]
                     :source-paths ["examples"]
                     :exclusions [org.clojure/clojure]}]
              ;; tools.deps, to check deps.edn (test/donkey/packaging_test.clj runs

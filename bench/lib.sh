@@ -111,6 +111,9 @@ main_of() {  # the main class and arguments of a variant
     raw-vertx-ws) echo "donkey.bench.RawVertxWebSocket $PORT" ;;
     donkey-ws-nb|donkey-ws-sync) echo "clojure.main -m donkey.bench.ws-app ${1#donkey-ws-} $PORT" ;;
     donkey-sync-j25) echo "clojure.main -m donkey.bench.app donkey-sync $PORT" ;;
+    # bench/metrics.sh: the same app with :metrics on a Prometheus registry
+    donkey-nb-metrics|donkey-sync-metrics)
+      echo "-Ddonkey.bench.metrics=true clojure.main -m donkey.bench.app ${1%-metrics} $PORT" ;;
     donkey-nb|donkey-sync|donkey-vt|jetty) echo "clojure.main -m donkey.bench.app $1 $PORT" ;;
     *) return 1 ;;
   esac

@@ -256,6 +256,13 @@
               "\"donkey.access\" at INFO: :common (Apache's common log format, then the ms "
               "taken and the route) or :json (a JSON object per line); nil for none. Written "
               "from a thread of its own, never the event loop")}
+   {:key :metrics :to (field 'metricsRegistry) :check :meter-registry
+    :doc (str "a Micrometer MeterRegistry the server reports its meters to (requests by "
+              "route, connections, bytes, workers, the kernel's own answers: see donkey.metrics "
+              "and the README); nil for none. Needs io.micrometer/micrometer-core")}
+   {:key :metrics-tags :to (field 'metricsTags) :check :tags
+    :doc (str "tags every meter of :metrics carries ({:server \"api\"}): what tells apart "
+              "two servers that share a registry")}
    ;; compression is Vert.x's (Netty's encoders); the kernel says which responses may be
    {:key :compression? :to (field 'compression) :check :boolean
     :aliases [[:compression]]
@@ -292,7 +299,9 @@
                   "logging library with its JUL bridge instead")
         routes (str "give the route table as run-server's first argument: "
                     "(run-server {:routes [...] :middleware [...]} opts)")
-        metrics "donkey has no metrics yet (see the README's Not yet)"]
+        metrics (str "donkey reports to a Micrometer MeterRegistry given as :metrics "
+                     "(Micrometer bridges to Dropwizard metrics), under fixed names (a "
+                     "MeterFilter renames them); see the README's Metrics")]
     {:sni-host-check? [(str "donkey does not check the Host header against the SNI name; "
                             "false is accepted") #(not (true? %))]
      :websockets [ws]

@@ -276,6 +276,12 @@
                                 log format, then the ms taken and the route) or :json (a JSON
                                 object per line); nil for none. Written from a thread of its
                                 own, never the event loop (default none)
+    :metrics                    a Micrometer MeterRegistry the server reports its meters to
+                                (requests by route, connections, bytes, workers, the kernel's
+                                own answers: see donkey.metrics and the README); nil for none.
+                                Needs io.micrometer/micrometer-core (default none)
+    :metrics-tags               tags every meter of :metrics carries ({:server \"api\"}): what
+                                tells apart two servers that share a registry (default none)
     :compression?               compress responses for clients that accept it: gzip and deflate,
                                 and brotli and zstd first when their libraries are on the
                                 classpath (see the README). Off by default: see the README on

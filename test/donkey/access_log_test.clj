@@ -73,3 +73,21 @@
 (deftest the-option-is-checked
   (is (thrown-with-msg? IllegalArgumentException #":access-log must be one of nil, :common, :json"
                         (server/run-server (fn [_] {:status 200}) {:port 0 :join? false :access-log :apache}))))
+
+(deftest answers-outside-the-request-path-are-logged
+  ;; a version the server does not speak is answered before a request exists, and a
+  ;; WebSocket's 101 is written without an HTTP response end: both still get their line
+  (let [lines (capture 2 #(with-server (fn [_] {:ring.websocket/listener {:on-message (fn [_ _])}})
+                            {:access-log :common}
+                            (u/exchange "GET / HTTP/9.9\r\nHost: x\r\n\r\n")
+                            (let [ws (.get (.buildAsync (.newWebSocketBuilder
+                                                         (java.net.http.HttpClient/newHttpClient))
+                                                        (java.net.URI/create
+                                                         (str "ws://127.0.0.1:" u/*port* "/chat"))
+                                                        (reify java.net.http.WebSocket$Listener))
+                                           5 java.util.concurrent.TimeUnit/SECONDS)]
+                              (Thread/sleep 200)
+                              (.abort ^java.net.http.WebSocket ws))))
+        msgs (map second lines)]
+    (is (some #(re-find #"\"GET / HTTP/9\.9\" 505 " %) msgs) (pr-str msgs))
+    (is (some #(re-find #"\"GET /chat HTTP/1\.1\" 101 " %) msgs) (pr-str msgs))))

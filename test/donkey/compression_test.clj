@@ -366,8 +366,8 @@
                     "             \"ZSTD\" (io.netty.handler.codec.compression.Zstd/isAvailable)"
                     "             \"CODING\" (.orElse (.firstValue (.headers r) \"content-encoding\") \"none\"))))"
                     "(shutdown-agents)")
-        p (-> (ProcessBuilder. ^java.util.List [(str (System/getProperty "java.home") "/bin/java")
-                                                "-cp" cp "clojure.main" "-e" script])
+        p (-> (ProcessBuilder. ^java.util.List (java.util.List/of (str (System/getProperty "java.home") "/bin/java")
+                                                             "-cp" cp "clojure.main" "-e" script))
               (.redirectErrorStream true)
               (.start))
         out (slurp (.getInputStream p))]

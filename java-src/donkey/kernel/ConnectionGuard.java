@@ -3,8 +3,10 @@ package donkey.kernel;
 import donkey.kernel.config.Durations;
 import donkey.kernel.config.ServerConfig;
 import donkey.kernel.http2.Http2Session;
+import donkey.kernel.internals.ByteCount;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.metrics.ServerMetrics;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.net.SocketAddress;
@@ -85,6 +87,8 @@ final class ConnectionGuard {
     boolean ssl;
     /** Counted when the listener accepted it, and released when its channel closes. */
     boolean countedAtAccept;
+    /** With metrics: the protocol it was counted under ({@link ServerMetrics#HTTP_1}, ...). */
+    int protocol;
     /**
      * The client's certificate on a TLS connection whose client presented one when asked,
      * else null; taken at accept, once the handshake is done ({@code :ssl-client-cert}).
@@ -226,7 +230,14 @@ final class ConnectionGuard {
   ConnectionGuard(ServerConfig config, ConnectionCount count) {
     this.config = config;
     this.count = count;
+    this.metrics = config.metrics;
+    this.byteCount = metrics == null ? null : new ByteCount(metrics);
   }
+
+  /** The server's metrics, or null without {@code :metrics}. */
+  private final ServerMetrics metrics;
+  /** With metrics: counts each connection's socket bytes. */
+  private final ByteCount byteCount;
 
   /** This loop's outbox (its flushes are batched per connection); set at start. */
   Outbox outbox;
@@ -266,9 +277,17 @@ final class ConnectionGuard {
     }
     s.input = VertxInternals.countReads(c);
     connections.put(c, s);
+    if (metrics != null) {
+      s.protocol = s.streams == null ? ServerMetrics.HTTP_1 : ssl ? ServerMetrics.H2 : ServerMetrics.H2C;
+      metrics.connectionOpened(s.protocol);
+      byteCount.install(c);
+    }
     c.closeHandler(v -> {
       s.closed = true;
-      if (connections.remove(c) != null && !s.countedAtAccept) count.release();
+      if (connections.remove(c) != null) {
+        if (!s.countedAtAccept) count.release();
+        if (metrics != null) metrics.connectionClosed(s.protocol);
+      }
       Exchange x = s.current;
       if (x != null) x.connectionClosed();
       if (s.streams != null) {
@@ -289,6 +308,11 @@ final class ConnectionGuard {
     // a connection counted at its accept is released by its channel's close already
     if (s != null && !s.countedAtAccept) {
       channel.closeFuture().addListener(f -> count.release());
+    }
+    if (s != null && metrics != null) {
+      metrics.connectionClosed(s.protocol);
+      metrics.connectionOpened(ServerMetrics.WEBSOCKET);
+      channel.closeFuture().addListener(f -> metrics.connectionClosed(ServerMetrics.WEBSOCKET));
     }
   }
 

@@ -97,6 +97,7 @@ final class ErrorAnswers {
       x.connection().close();
     } else if (!x.request().isEnded()) {
       x.response().reset(0);
+      if (x.loop().metrics != null) x.loop().metrics.streamReset();
     }
   }
 
@@ -107,6 +108,7 @@ final class ErrorAnswers {
   static void abort(Exchange x) {
     if (x.h2) {
       x.response().reset(2);
+      if (x.loop().metrics != null) x.loop().metrics.streamReset();
     } else {
       ConnectionGuard.abort(x.connection());
     }

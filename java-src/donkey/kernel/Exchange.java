@@ -116,10 +116,13 @@ final class Exchange extends AFn
   private int preparedStatus;
   /** The next prepared response of this connection in an {@link Outbox} drain. */
   private Exchange nextPrepared;
-  /** With an access log: when the request arrived (System.nanoTime(), and epoch ms). */
+  /**
+   * With an access log or metrics: when the request arrived (System.nanoTime(), and epoch ms
+   * for the access log).
+   */
   private long logStart;
   private long logStartMillis;
-  /** Loop-confined: true once the access log has this request's line. */
+  /** Loop-confined: true once the access log and the metrics have this request. */
   private boolean logged;
 
   /** The {@code raise} callback of an async handler (made only for async handlers). */
@@ -138,25 +141,42 @@ final class Exchange extends AFn
     this.resp = req.response();
     this.connection = connection;
     this.h2 = req.version() == HttpVersion.HTTP_2;
-    if (loop.accessLog != null) {
+    if (loop.observed) {
       logStart = System.nanoTime();
-      logStartMillis = System.currentTimeMillis();
+      if (loop.accessLog != null) logStartMillis = System.currentTimeMillis();
+      if (loop.metrics != null) loop.metrics.requestStarted();
     }
   }
 
   /**
-   * Event loop, once, when the request is over (its response ended, or its connection closed
-   * first): its line in the access log.
+   * Event loop, once, when the request is over (its response ended, its connection closed
+   * first, or it became a WebSocket): its line in the access log, and its end in the metrics.
+   *
+   * @param answered false when the connection closed before the answer ended
    */
-  private void logAccess() {
+  private void observeEnd(int status, boolean answered) {
     if (logged) return;
     logged = true;
-    ConnectionGuard.State c = connection;
+    long took = System.nanoTime() - logStart;
     Route r = route;
-    loop.accessLog.record(logStartMillis, c != null ? c.remoteAddress : null,
-        req.method().name(), req.uri(), RequestMap.protocol(req.version()),
-        resp.getStatusCode(), resp.bytesWritten(),
-        System.nanoTime() - logStart, r != null ? r.describe() : null);
+    if (loop.accessLog != null) {
+      ConnectionGuard.State c = connection;
+      loop.accessLog.record(logStartMillis, c != null ? c.remoteAddress : null,
+          req.method().name(), req.uri(), RequestMap.protocol(req.version()),
+          status, resp.bytesWritten(), took, r != null ? r.describe() : null);
+    }
+    if (loop.metrics != null) {
+      loop.metrics.requestEnded(r, req.method().name(), answered ? status : 0, took);
+    }
+  }
+
+  /**
+   * Event loop: the request became a WebSocket (its 101 is being written): it is over without
+   * an HTTP response end.
+   */
+  void becameWebSocket() {
+    if (loop.observed) observeEnd(101, true);
+    over();
   }
 
   ServerVerticle loop() {
@@ -406,7 +426,7 @@ final class Exchange extends AFn
     if (connection != null) connection.responseEnded(this);
     RequestBody b = body;
     if (b != null) b.discardRest();
-    if (loop.accessLog != null) logAccess();
+    if (loop.observed) observeEnd(resp.getStatusCode(), true);
     over();
     if (closeAfter) req.connection().close();
   }
@@ -416,7 +436,7 @@ final class Exchange extends AFn
    * sent for it.
    */
   void connectionClosed() {
-    if (loop.accessLog != null) logAccess();
+    if (loop.observed) observeEnd(resp.getStatusCode(), resp.ended());
     over();
   }
 

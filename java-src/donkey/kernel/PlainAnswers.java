@@ -1,6 +1,7 @@
 package donkey.kernel;
 
 import donkey.kernel.internals.VertxInternals;
+import donkey.kernel.metrics.ServerMetrics;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
@@ -24,9 +25,13 @@ final class PlainAnswers {
   private final CharSequence server;
   private final boolean date;
 
-  PlainAnswers(CharSequence server, boolean date) {
+  /** Counts each answer, or null without metrics. */
+  private final ServerMetrics metrics;
+
+  PlainAnswers(CharSequence server, boolean date, ServerMetrics metrics) {
     this.server = server;
     this.date = date;
+    this.metrics = metrics;
   }
 
   /** The Date header value to send now, or null when the server sends none. */
@@ -41,6 +46,7 @@ final class PlainAnswers {
    * @param close true to say {@code Connection: close} (the caller closes the connection)
    */
   Future<Void> end(HttpServerResponse resp, int status, String message, boolean close) {
+    if (metrics != null) metrics.kernelAnswered(status);
     resp.setStatusCode(status);
     MultiMap h = resp.headers();
     if (close) h.set(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
@@ -57,6 +63,7 @@ final class PlainAnswers {
    * the connection has no HTTP/1.x encoder.
    */
   void raw(HttpConnection c, int status, String message) {
+    if (metrics != null) metrics.kernelAnswered(status);
     byte[] body = message.getBytes(StandardCharsets.UTF_8);
     StringBuilder head = new StringBuilder(160)
         .append("HTTP/1.1 ").append(status).append(' ')

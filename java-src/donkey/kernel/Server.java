@@ -67,7 +67,7 @@ public final class Server extends AFn implements Closeable {
     this.accessLog = config.accessLog == null ? null : new AccessLog(config.accessLog.getName());
     this.vertx = vertx;
     this.workers = workers;
-    this.connections = new ConnectionCount(config.maxConnections);
+    this.connections = new ConnectionCount(config.maxConnections, config.metrics);
     this.watchdog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "donkey-watchdog");
       t.setDaemon(true);
@@ -134,6 +134,7 @@ public final class Server extends AFn implements Closeable {
     }
     Server server = new Server(config, vertx, workers);
     try {
+      if (config.metrics != null) config.metrics.start(workers, config.router != null);
       // Vert.x binds one random port shared by every instance for a negative port; port 0
       // would give each event loop a port of its own. The TLS listener's is another negative
       // port, so that the two listeners stay two.
@@ -391,6 +392,7 @@ public final class Server extends AFn implements Closeable {
         workers.shutdownNow();
         Thread.currentThread().interrupt();
       }
+      if (config.metrics != null) config.metrics.stop();
       if (counted) {
         counted = false;
         RUNNING.decrementAndGet();

@@ -5,6 +5,7 @@ import donkey.kernel.config.ServerConfig;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
 import donkey.kernel.log.AccessLog;
+import donkey.kernel.metrics.ServerMetrics;
 import donkey.kernel.http2.Http2Limits;
 import donkey.kernel.tls.TlsContextFactory;
 import donkey.kernel.tls.TlsOptions;
@@ -49,6 +50,10 @@ final class ServerVerticle extends VerticleBase {
   final PlainAnswers answers;
   /** The server's access log, or null without :access-log. */
   final AccessLog accessLog;
+  /** The server's metrics, or null without :metrics. */
+  final ServerMetrics metrics;
+  /** True with an access log or metrics: each request's start and end are recorded. */
+  final boolean observed;
   /** Which responses Vert.x may compress; null with :compression? off. */
   final ResponseCompression compression;
   /** The checks of each request head; loop-confined scratch. */
@@ -130,6 +135,8 @@ final class ServerVerticle extends VerticleBase {
                  ServerSSLOptions tls, ConnectionCount connections, AccessLog accessLog) {
     this.config = config;
     this.accessLog = accessLog;
+    this.metrics = config.metrics;
+    this.observed = accessLog != null || metrics != null;
     this.webSockets = new WebSockets(config, this::handOffTask);
     this.workers = workers;
     this.yieldAfterHandOff = !workers.virtual();
@@ -139,7 +146,7 @@ final class ServerVerticle extends VerticleBase {
     this.shutdownGraceMs = config.shutdownTimeoutMs;
     this.guard = new ConnectionGuard(config, connections);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
-    this.answers = new PlainAnswers(serverHeader, config.sendDateHeader);
+    this.answers = new PlainAnswers(serverHeader, config.sendDateHeader, config.metrics);
     this.compression = ResponseCompression.of(config);
     if (config.wsAllowedOrigins == null) {
       this.wsOrigins = null;
@@ -288,9 +295,9 @@ final class ServerVerticle extends VerticleBase {
     if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0 && v != HttpVersion.HTTP_2) {
       if (s != null) s.closeAfterAnswer();
       if (VertxInternals.protocol(r).startsWith("HTTP/")) {
-        answers.raw(r.connection(), 505, "HTTP Version Not Supported");
+        answerRaw(r, s, 505, "HTTP Version Not Supported");
       } else {
-        answers.raw(r.connection(), 400, "Bad Request: malformed request line");
+        answerRaw(r, s, 400, "Bad Request: malformed request line");
       }
       return;
     }
@@ -313,18 +320,30 @@ final class ServerVerticle extends VerticleBase {
     }
     if (s != null) s.closeAfterAnswer();
     Throwable cause = r.decoderResult().cause();
-    int status;
     if (cause instanceof TooLongHttpLineException) {
-      answers.raw(c, status = 414, "URI Too Long");
+      answerRaw(r, s, 414, "URI Too Long");
     } else if (cause instanceof TooLongHttpHeaderException) {
-      answers.raw(c, status = 431, "Request Header Fields Too Large");
+      answerRaw(r, s, 431, "Request Header Fields Too Large");
     } else {
-      answers.raw(c, status = 400, "Bad Request: malformed request line or headers");
+      answerRaw(r, s, 400, "Bad Request: malformed request line or headers");
     }
+  }
+
+  /**
+   * Event loop: answers {@code r}, a request that never becomes an exchange, with
+   * {@code status} written as bytes ({@link PlainAnswers#raw}), closes its connection and
+   * gives it a line in the access log.
+   */
+  private void answerRaw(HttpServerRequest r, ConnectionGuard.State s, int status,
+                         String message) {
+    answers.raw(r.connection(), status, message);
     if (accessLog != null) {
+      // a version Vert.x does not know is logged as the client wrote it
+      String protocol = r.version() != null ? RequestMap.protocol(r.version())
+          : VertxInternals.protocol(r);
       accessLog.record(System.currentTimeMillis(), s != null ? s.remoteAddress : null,
           r.method() != null ? r.method().name() : null, r.uri(),
-          r.version() != null ? RequestMap.protocol(r.version()) : null, status, 0, 0, null);
+          protocol.isEmpty() ? null : protocol, status, 0, 0, null);
     }
   }
 

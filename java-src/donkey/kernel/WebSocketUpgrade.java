@@ -181,7 +181,7 @@ final class WebSocketUpgrade {
     // the request is over (its RequestScope actions run) without an HTTP response end
     ConnectionGuard.State s = x.connection;
     if (s != null) s.leftHttp(x);
-    x.over();
+    x.becameWebSocket();
     shaken.addListener(f -> {
       if (f.isSuccess()) {
         WebSockets.opened(ws, System.nanoTime());

@@ -98,6 +98,11 @@ public final class Route {
     return (methods.length == 0 ? "ANY" : String.join(",", methods)) + " " + path;
   }
 
+  /** The route's path pattern as given: a {@code :simple} path or a regex. */
+  public String path() {
+    return path;
+  }
+
   /** The route's largest request body, or -1 for the server's {@code :max-body-size}. */
   public long maxBodySize() {
     return maxBodySize;

@@ -88,6 +88,19 @@
                "a path or a vector of paths")
       :strings (when-not (or (nil? v) (and (sequential? v) (every? string? v)))
                  "a vector of strings")
+      :meter-registry (when-not (or (nil? v)
+                                    (some #(= "io.micrometer.core.instrument.MeterRegistry"
+                                              (.getName ^Class %))
+                                          (supers (class v))))
+                        "a Micrometer MeterRegistry (io.micrometer/micrometer-core) or nil")
+      :tags (when-not (or (nil? v)
+                          (and (map? v)
+                               (every? (fn [[k t]] (and (or (keyword? k)
+                                                            (and (string? k) (seq k)))
+                                                        (or (keyword? t) (string? t)
+                                                            (number? t))))
+                                       v)))
+              "a map of tag names (keywords or strings) to values (strings, keywords or numbers)")
       :ssl-context (when-not (or (nil? v) (instance? javax.net.ssl.SSLContext v))
                      "a javax.net.ssl.SSLContext")
       :one-of (when-not (contains? (set (rest check)) v)
@@ -183,6 +196,12 @@
                  " needs Java 21 or later; this JVM is " (Runtime/version))))
     ;; as ring-jetty: an :ssl-port turns TLS on, whatever :ssl? says
     (when (contains? opts :ssl-port) (set! (.ssl cfg) true))
+    (if-let [registry (.metricsRegistry cfg)]
+      ;; loads Micrometer, which a registry's being here shows is on the classpath
+      (set! (.metrics cfg) ((requiring-resolve 'donkey.metrics/server-metrics)
+                            registry (.metricsTags cfg)))
+      (when (.metricsTags cfg)
+        (fail ":metrics-tags has no effect without :metrics (a Micrometer MeterRegistry)")))
     cfg))
 
 (defn join?

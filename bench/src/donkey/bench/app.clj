@@ -22,7 +22,8 @@
   `donkey.bench.compression` response compression (`:compression? true`, every body size) with
   `GET /json-100k`, RawVertx's 100 KB JSON document (bench/compression.sh);
   `donkey.bench.files` a directory served under /files (`donkey.static/files-route`, route
-  tables only; bench/files.sh).
+  tables only; bench/files.sh); `donkey.bench.metrics` metrics on a Prometheus registry
+  (`:metrics`), scraped at /metrics by route tables (bench/metrics.sh).
 
   Usage: java -cp ... clojure.main -m donkey.bench.app VARIANT PORT"
   (:require [donkey.server :as server])
@@ -100,6 +101,21 @@
             ((requiring-resolve 'donkey.static/files-route) "/files" dir {:handler-mode mode}))
     table))
 
+(def ^:private metrics-registry
+  "The registry of the property donkey.bench.metrics, or nil. Micrometer loads only then."
+  (when (Boolean/getBoolean "donkey.bench.metrics")
+    ((requiring-resolve 'donkey.metrics.prometheus/registry))))
+
+(defn- with-metrics
+  "`table` with the Prometheus scrape of `metrics-registry` at /metrics, when there is one."
+  [table]
+  (if metrics-registry
+    (update table :routes conj
+            {:path "/metrics" :methods [:get]
+             :handler ((requiring-resolve 'donkey.metrics.prometheus/scrape-handler)
+                       metrics-registry)})
+    table))
+
 (defn- protocol-opts
   "donkey's options for the protocols the system properties ask for; {} when none."
   []
@@ -111,7 +127,8 @@
       (and tls-port (Boolean/getBoolean "donkey.bench.h2")) (assoc :h2? true)
       (Boolean/getBoolean "donkey.bench.h2c") (assoc :h2c? true)
       (Boolean/getBoolean "donkey.bench.compression") (assoc :compression? true
-                                                             :compression-min-size 0))))
+                                                             :compression-min-size 0)
+      metrics-registry (assoc :metrics metrics-registry))))
 
 (def ^:private donkey-opts
   (merge {:host "127.0.0.1" :event-loops 1 :join? true} (protocol-opts)))
@@ -129,7 +146,7 @@
                                           (clojure-version) ")")))]
     (case variant
       "donkey-nb" (do (announce (json-mode kernel-json?))
-                      (server/run-server (with-files (route-table donkey-json) :non-blocking)
+                      (server/run-server (with-metrics (with-files (route-table donkey-json) :non-blocking))
                                          (assoc donkey-opts :port port)))
       "donkey-sync" (do (announce (json-mode kernel-json?))
                         (server/run-server (sync-handler donkey-json) (assoc donkey-opts :port port)))

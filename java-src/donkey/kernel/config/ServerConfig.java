@@ -2,6 +2,7 @@ package donkey.kernel.config;
 
 import clojure.lang.IFn;
 import clojure.lang.Keyword;
+import donkey.kernel.metrics.ServerMetrics;
 
 /**
  * Start-up configuration of a {@code Server}. Built once by {@code donkey.server/run-server}
@@ -195,6 +196,16 @@ public final class ServerConfig {
 
   /** The access log's format, {@code :common} or {@code :json}; null for none. */
   public Keyword accessLog;
+
+  /** A Micrometer {@code MeterRegistry} to report to ({@code :metrics}), or null. */
+  public Object metricsRegistry;
+  /** Tags every meter of the server carries, name to value ({@code :metrics-tags}), or null. */
+  public java.util.Map<?, ?> metricsTags;
+  /**
+   * What the kernel reports to, made from {@link #metricsRegistry} when the options are
+   * checked ({@code donkey.metrics}); null for no metrics.
+   */
+  public ServerMetrics metrics;
 
   // ---- compression -------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 package donkey.kernel.internals;
 
+import donkey.kernel.metrics.ServerMetrics;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -18,8 +19,13 @@ public final class ConnectionCount {
   /** When a refusal was last logged; a racy read only lets an extra warning through. */
   private volatile long lastRefusalLog;
 
-  public ConnectionCount(int max) {
+  /** Told of each refused connection, or null. */
+  private final ServerMetrics metrics;
+
+  /** @param metrics told of each connection refused, or null */
+  public ConnectionCount(int max, ServerMetrics metrics) {
     this.max = max;
+    this.metrics = metrics;
   }
 
   /**
@@ -30,6 +36,7 @@ public final class ConnectionCount {
     int n = open.incrementAndGet();
     if (max <= 0 || n <= max) return true;
     open.decrementAndGet();
+    if (metrics != null) metrics.connectionRefused();
     long now = System.nanoTime();
     if (now - lastRefusalLog > 1_000_000_000L) {
       lastRefusalLog = now;

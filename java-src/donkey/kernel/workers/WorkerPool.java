@@ -282,6 +282,19 @@ public final class WorkerPool extends AbstractExecutorService {
     return virtual;
   }
 
+  /** Workers not parked: running a task, or about to look for one or park. Any thread. */
+  public int busy() {
+    return active.get();
+  }
+
+  /**
+   * Tasks waiting for a worker; counted by walking the queue, so for an occasional reading
+   * (a metrics scrape), not per task. Any thread.
+   */
+  public int queued() {
+    return queue.size();
+  }
+
   /** Workers started and not exited. */
   public int threadCount() {
     return threads.get();

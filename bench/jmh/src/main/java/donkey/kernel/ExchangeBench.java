@@ -86,7 +86,7 @@ public class ExchangeBench {
     // the routes are non-blocking, so the pool stays idle (its monitor thread parks); the
     // verticle asks it whether its workers are virtual
     workers = Workers.platform(1);
-    loop = new ServerVerticle(cfg, workers, 0, -1, null, new ConnectionCount(cfg.maxConnections),
+    loop = new ServerVerticle(cfg, workers, 0, -1, null, new ConnectionCount(cfg.maxConnections, null),
         null);
     loop.thread = Thread.currentThread();
     connection = new ConnectionGuard.State();
