@@ -59,7 +59,8 @@
 (defn- status-index
   "The index of `status`'s class in `statuses`: 0 for none, 1 to 5 for 1xx to 5xx."
   ^long [^long status]
-  (if (< 99 status 600) (quot status 100) 0))
+  ;; (two-argument comparisons: the three-argument < is a call on boxed numbers)
+  (if (and (< 99 status) (< status 600)) (quot status 100) 0))
 
 (defn- tags
   "Micrometer Tags from a map of names to values (keywords by their name)."

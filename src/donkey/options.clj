@@ -145,7 +145,12 @@
    {:key :trust-forwarded-for? :to (field 'trustForwardedFor) :check :boolean
     :aliases [[:legacy-unsafe-remote-addr?]]
     :doc (str "take :remote-addr from X-Forwarded-For when present, not from the socket "
-              "peer; only behind a proxy you trust")}
+              "peer; only behind a proxy you trust (:trusted-proxies is the safer choice)")}
+   {:key :trusted-proxies :to (field 'trustedProxies) :check :proxies
+    :doc (str "IP addresses and CIDR ranges (\"10.0.0.0/8\") of the proxies in front of the "
+              "server: on a connection from one of them, Forwarded (RFC 7239) or "
+              "X-Forwarded-For/-Proto/-Host/-Port set :remote-addr, :scheme, :server-name and "
+              ":server-port, hops through these proxies passed over; nil: the socket's values")}
    ;; TLS: the files are read and checked by the kernel (donkey.kernel.tls.TlsOptions) at start-up
    {:key :ssl? :to (field 'ssl) :check :boolean
     :doc (str "serve HTTPS on :ssl-port, beside HTTP on :port unless :http? is false; giving "

@@ -188,7 +188,14 @@
                                 buffers before it is sent; one that fits gets a Content-Length,
                                 a longer one is chunked (default 16384)
     :trust-forwarded-for?       take :remote-addr from X-Forwarded-For when present, not from
-                                the socket peer; only behind a proxy you trust (default false)
+                                the socket peer; only behind a proxy you trust (:trusted-proxies
+                                is the safer choice) (default false)
+    :trusted-proxies            IP addresses and CIDR ranges (\"10.0.0.0/8\") of the proxies in
+                                front of the server: on a connection from one of them, Forwarded
+                                (RFC 7239) or X-Forwarded-For/-Proto/-Host/-Port set
+                                :remote-addr, :scheme, :server-name and :server-port, hops
+                                through these proxies passed over; nil: the socket's values
+                                (default none)
     :ssl?                       serve HTTPS on :ssl-port, beside HTTP on :port unless :http? is
                                 false; giving :ssl-port turns it on too (as with ring-jetty)
                                 (default false)

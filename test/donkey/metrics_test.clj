@@ -181,6 +181,15 @@
               (is (= 413 (:status resp))))
             (is (= 1 (eventually 1 #(counted r "donkey.http2.resets" {}))))
             (is (= 1 (counted r "donkey.kernel.answers" {"status" "413"}))))
+          (testing "a stream the client resets before its answer: status none, not in flight"
+            (let [latch (CountDownLatch. 1)]
+              (swap! latches assoc "h2" latch)
+              (h2/send! c (h2/headers-frame (:enc c) 5 (h2/request-headers "GET" "/slow?h2" []) true))
+              (is (= 1 (eventually 1 #(gauge r "donkey.requests.active" {}))))
+              (h2/send! c (h2/rst-stream 5 8))
+              (is (= 1 (eventually 1 #(timer-count r {"route" "/slow" "status" "none"}))))
+              (is (= 0 (eventually 0 #(gauge r "donkey.requests.active" {}))))
+              (.countDown latch)))
           (finally (h2/close! c))))
       (is (= 0 (eventually 0 #(gauge r "donkey.connections" {"protocol" "h2c"})))))))
 

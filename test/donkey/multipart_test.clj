@@ -516,6 +516,29 @@
           (testing "the server keeps serving"
             (is (= 200 (:status (post "/up" (body [{:name "small" :filename "s" :content "x"}])))))))))))
 
+(deftest limits-per-route
+  ;; an upload route with its own :max-body-size and multipart limits beside the server's
+  (let [dir (temp-dir)
+        ok (fn [_] {:status 200 :body "ok"})]
+    (with-server {:routes [{:path "/avatars" :methods [:post] :handler ok
+                            :max-body-size 20000
+                            :middleware [#(mp/wrap-multipart-params % {:max-file-size 8000
+                                                                       :max-file-count 1
+                                                                       :temp-dir dir})]}
+                           {:path "/docs" :methods [:post] :handler ok
+                            :middleware [#(mp/wrap-multipart-params % {:temp-dir dir})]}]}
+                 {:max-body-size 1000}
+      (let [file (fn [n size] {:name n :filename n :content (byte-array size)})]
+        (is (= 200 (:status (post "/avatars" (body [(file "a" 6000)])))) "over the server's cap")
+        (is (= 413 (:status (post "/avatars" (body [(file "a" 9000)])))) "the route's file limit")
+        (is (= 413 (:status (post "/avatars" (body [(file "a" 10) (file "b" 10)]))))
+            "the route's file count")
+        (is (= 413 (:status (post "/avatars" (body [{:name "f" :content (byte-array 30000)}]))))
+            "the route's body cap")
+        (is (= 413 (:status (post "/docs" (body [(file "a" 2000)])))) "the server's cap elsewhere")
+        (is (= 200 (:status (post "/docs" (body [(file "a" 100)])))))
+        (is (empty? (files-in dir)))))))
+
 (deftest too-large-request-is-413
   (with-server (mp/wrap-multipart-params (fn [_] {:status 200}) {:max-request-size 1000}) {}
     (let [r (post "/" (body [{:name "a" :content (apply str (repeat 2000 "x"))}]))]

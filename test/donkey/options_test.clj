@@ -492,7 +492,7 @@
   "The options whose default is none (nil)."
   #{:async-timeout-handler :keystore :keystore-type :key-password :ssl-cert :ssl-key :ssl-context
     :truststore :trust-password :exclude-ciphers :exclude-protocols :ws-allowed-origins
-    :compression-types :access-log :metrics :metrics-tags})
+    :compression-types :access-log :metrics :metrics-tags :trusted-proxies})
 
 (deftest every-option-has-a-default-a-check-and-a-place
   (let [fresh (ServerConfig.)]
@@ -573,7 +573,7 @@
           :when (not= :any kind)
           :let [bad (case kind :int "1" :boolean "yes" (:string :string-or-nil) 1 :fn-or-nil "fn"
                       :keystore 1 :paths [] :strings "x" :ssl-context "ctx" :one-of :other
-                      :strings-or-nil "https://a.example" :meter-registry {} :tags [:a :b])]]
+                      :strings-or-nil "https://a.example" :meter-registry {} :tags [:a :b] :proxies ["10.0.0.0/33"])]]
     (testing k
       (is (re-find (re-pattern (str "^donkey\\.server/run-server: " (java.util.regex.Pattern/quote (str k))
                                     " must be .*, got " (java.util.regex.Pattern/quote (pr-str bad)) "$"))

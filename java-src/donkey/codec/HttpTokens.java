@@ -2,9 +2,10 @@ package donkey.codec;
 
 /**
  * The lexical pieces of HTTP header values (RFC 9110 5.6): whitespace, tokens, and ASCII
- * comparison ignoring case, for {@link ContentType} and {@link Accept}. Stateless; any thread.
+ * comparison ignoring case, for {@link ContentType}, {@link Accept} and the request map's
+ * {@code Forwarded} header. Stateless; any thread.
  */
-final class HttpTokens {
+public final class HttpTokens {
   private HttpTokens() {}
 
   /** The token characters (RFC 9110 5.6.2) as bits: 0-63 in the first, 64-127 in the second. */
@@ -20,7 +21,8 @@ final class HttpTokens {
     return b;
   }
 
-  static int skipOws(String v, int i) {
+  /** The first index from {@code i} on that is not a space or a tab. */
+  public static int skipOws(String v, int i) {
     int n = v.length();
     while (i < n) {
       char c = v.charAt(i);
@@ -30,7 +32,8 @@ final class HttpTokens {
     return i;
   }
 
-  static int tokenEnd(String v, int i) {
+  /** The index after the token that starts at {@code i} ({@code i} when none does). */
+  public static int tokenEnd(String v, int i) {
     int n = v.length();
     while (i < n) {
       char c = v.charAt(i);

@@ -7,6 +7,7 @@ import donkey.kernel.internals.ByteCount;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
 import donkey.kernel.metrics.ServerMetrics;
+import donkey.ring.Proxies;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.net.SocketAddress;
@@ -87,6 +88,8 @@ final class ConnectionGuard {
     boolean ssl;
     /** Counted when the listener accepted it, and released when its channel closes. */
     boolean countedAtAccept;
+    /** True when the peer is a trusted proxy: its requests' forwarding headers are read. */
+    boolean proxied;
     /** With metrics: the protocol it was counted under ({@link ServerMetrics#HTTP_1}, ...). */
     int protocol;
     /**
@@ -227,15 +230,19 @@ final class ConnectionGuard {
   private final ConnectionCount count;
   private final Map<HttpConnection, State> connections = new IdentityHashMap<>();
 
-  ConnectionGuard(ServerConfig config, ConnectionCount count) {
+  /** @param proxies the trusted proxies, or null for none */
+  ConnectionGuard(ServerConfig config, ConnectionCount count, Proxies proxies) {
     this.config = config;
     this.count = count;
+    this.proxies = proxies;
     this.metrics = config.metrics;
     this.byteCount = metrics == null ? null : new ByteCount(metrics);
   }
 
   /** The server's metrics, or null without {@code :metrics}. */
   private final ServerMetrics metrics;
+  /** The proxies whose forwarding headers are read, or null. */
+  private final Proxies proxies;
   /** With metrics: counts each connection's socket bytes. */
   private final ByteCount byteCount;
 
@@ -261,6 +268,7 @@ final class ConnectionGuard {
     State s = new State();
     SocketAddress peer = c.remoteAddress();
     s.remoteAddress = peer == null ? null : peer.hostAddress();
+    s.proxied = proxies != null && proxies.trusts(s.remoteAddress);
     s.localAddress = c.localAddress();
     s.ssl = ssl;
     s.countedAtAccept = counted;

@@ -426,7 +426,8 @@ final class Exchange extends AFn
     if (connection != null) connection.responseEnded(this);
     RequestBody b = body;
     if (b != null) b.discardRest();
-    if (loop.observed) observeEnd(resp.getStatusCode(), true);
+    // (an HTTP/2 stream's close handler: it also runs when the stream is reset unanswered)
+    if (loop.observed) observeEnd(resp.getStatusCode(), resp.ended());
     over();
     if (closeAfter) req.connection().close();
   }
@@ -471,10 +472,16 @@ final class Exchange extends AFn
     // once, at accept: per request they would be a look-up each, behind a branch that new
     // connections take
     ConnectionGuard.State c = connection;
-    request = c != null
-        ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
-            c.localAddress, c.ssl, c.clientCert)
-        : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
+    if (c != null && c.proxied) {
+      request = RequestMap.buildForwarded(req, head, in, pathParams,
+          loop.proxies.resolve(req.headers(), c.remoteAddress), c.localAddress, c.ssl,
+          c.clientCert);
+    } else {
+      request = c != null
+          ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
+              c.localAddress, c.ssl, c.clientCert)
+          : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
+    }
     if (async) {
       // no clock read on the event loop's request path: the connection sweep stamps the time
       // when it first sees this request (ConnectionGuard.UNSTAMPED), and the watchdog times

@@ -2,16 +2,17 @@ package donkey.kernel;
 
 import donkey.kernel.compression.ResponseCompression;
 import donkey.kernel.config.ServerConfig;
+import donkey.kernel.http2.Http2Limits;
 import donkey.kernel.internals.ConnectionCount;
 import donkey.kernel.internals.VertxInternals;
 import donkey.kernel.log.AccessLog;
 import donkey.kernel.metrics.ServerMetrics;
-import donkey.kernel.http2.Http2Limits;
 import donkey.kernel.tls.TlsContextFactory;
 import donkey.kernel.tls.TlsOptions;
 import donkey.kernel.websocket.WebSockets;
 import donkey.kernel.workers.WorkerPool;
 import donkey.kernel.workers.Workers;
+import donkey.ring.Proxies;
 import donkey.ring.RequestMap;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
@@ -50,6 +51,8 @@ final class ServerVerticle extends VerticleBase {
   final PlainAnswers answers;
   /** The server's access log, or null without :access-log. */
   final AccessLog accessLog;
+  /** The proxies whose forwarding headers are read, or null without :trusted-proxies. */
+  final Proxies proxies;
   /** The server's metrics, or null without :metrics. */
   final ServerMetrics metrics;
   /** True with an access log or metrics: each request's start and end are recorded. */
@@ -144,7 +147,8 @@ final class ServerVerticle extends VerticleBase {
     this.tlsPort = tlsPort;
     this.tls = tls;
     this.shutdownGraceMs = config.shutdownTimeoutMs;
-    this.guard = new ConnectionGuard(config, connections);
+    this.proxies = config.trustedProxies == null ? null : new Proxies(config.trustedProxies);
+    this.guard = new ConnectionGuard(config, connections, proxies);
     this.serverHeader = config.serverHeader == null ? null : AsciiString.cached(config.serverHeader);
     this.answers = new PlainAnswers(serverHeader, config.sendDateHeader, config.metrics);
     this.compression = ResponseCompression.of(config);

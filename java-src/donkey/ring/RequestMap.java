@@ -250,6 +250,38 @@ public final class RequestMap {
   }
 
   /**
+   * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String,
+   * SocketAddress, boolean, Object)} for a request that came through a trusted proxy:
+   * {@code :remote-addr}, {@code :scheme}, {@code :server-name} and {@code :server-port} are
+   * what {@code f}, its forwarding headers, say, and the socket's where they say nothing. A
+   * forwarded scheme or host without a port gives the scheme's default port, unless the Host
+   * header that stays names one. Event loop.
+   */
+  public static IPersistentMap buildForwarded(HttpServerRequest req, Head head,
+                                              InputStream body, IPersistentMap pathParams,
+                                              Proxies.Forwarded f, SocketAddress local,
+                                              boolean ssl, Object clientCert) {
+    String uri = req.uri();
+    HostAndPort absolute = uri.startsWith("/") ? null : targetAuthority(uri);
+    boolean https = f.scheme != null ? f.scheme.equals("https") : ssl;
+    if (f.host != null || f.port > 0 || f.scheme != null) {
+      HostAndPort asked = absolute != null ? absolute : req.authority();
+      String name = f.host;
+      int port = f.port;
+      if (name == null && asked != null && !asked.host().isEmpty()) {
+        name = asked.host();
+        if (port <= 0 && asked.port() > 0) port = asked.port();
+      }
+      if (name == null) name = local.hostAddress();
+      if (port <= 0) port = https ? 443 : 80;
+      absolute = HostAndPort.create(name, port);
+    }
+    return new LazyRequestMap(req.headers(), head, absolute, local, req.path(), req.query(),
+        method(req.method()), https ? HTTPS : HTTP, protocol(req.version()), body,
+        pathParams, f.remote, false, clientCert);
+  }
+
+  /**
    * The same map as {@link #build}, with every value worked out now, as a
    * {@link PersistentArrayMap}: what the lazy map turns into for {@code seq} or {@code assoc}
    * (it is that map). Event loop.

@@ -101,6 +101,13 @@
                                                             (number? t))))
                                        v)))
               "a map of tag names (keywords or strings) to values (strings, keywords or numbers)")
+      :proxies (when-not (nil? v)
+                 (if-not (and (coll? v) (not (map? v)) (seq v) (every? string? v))
+                   "a non-empty collection of IP addresses and CIDR ranges (strings)"
+                   (try (donkey.ring.Proxies. ^java.util.Collection (vec v)) nil
+                        (catch IllegalArgumentException e
+                          (str "a collection of IP addresses and CIDR ranges; "
+                               (.getMessage e))))))
       :ssl-context (when-not (or (nil? v) (instance? javax.net.ssl.SSLContext v))
                      "a javax.net.ssl.SSLContext")
       :one-of (when-not (contains? (set (rest check)) v)
@@ -196,6 +203,10 @@
                  " needs Java 21 or later; this JVM is " (Runtime/version))))
     ;; as ring-jetty: an :ssl-port turns TLS on, whatever :ssl? says
     (when (contains? opts :ssl-port) (set! (.ssl cfg) true))
+    (when (and (.trustForwardedFor cfg) (.trustedProxies cfg))
+      (fail (str (get-in opts [::from :trust-forwarded-for?] :trust-forwarded-for?)
+                 " and :trusted-proxies both set :remote-addr; give :trusted-proxies alone, "
+                 "which reads X-Forwarded-For only from the proxies it names")))
     (if-let [registry (.metricsRegistry cfg)]
       ;; loads Micrometer, which a registry's being here shows is on the classpath
       (set! (.metrics cfg) ((requiring-resolve 'donkey.metrics/server-metrics)

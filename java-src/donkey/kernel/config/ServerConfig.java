@@ -104,6 +104,12 @@ public final class ServerConfig {
   public boolean daemon;
   /** When true, {@code :remote-addr} comes from the first X-Forwarded-For entry if present. */
   public boolean trustForwardedFor;
+  /**
+   * IP addresses and CIDR ranges of the proxies whose forwarding headers set
+   * {@code :remote-addr}, {@code :scheme}, {@code :server-name} and {@code :server-port}
+   * ({@code donkey.ring.Proxies}); null for none.
+   */
+  public java.util.Collection<String> trustedProxies;
 
   // ---- TLS: loaded and checked by TlsOptions at start-up and at each reload -------------
 
