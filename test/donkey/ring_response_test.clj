@@ -114,7 +114,41 @@
       (testing "a missing file is a 500, not a hang"
         (with-server (const {:status 200 :body (File. "/nonexistent/donkey")}) {}
           (is (= 500 (:status (GET "/"))))))
+      (testing "so is a directory"
+        (with-server (const {:status 200 :body (File. (System/getProperty "java.io.tmpdir"))}) {}
+          (is (= 500 (:status (GET "/"))))))
+      (testing "the Content-Type its extension names, and HEAD's length without the body"
+        (with-server (const {:status 200 :body f}) {}
+          (is (str/starts-with? (header (GET "/") "content-type") "text/plain"))
+          (let [r (request :head "/")]
+            (is (= (str (.length f)) (header r "content-length")))
+            (is (= "" (:body r))))))
       (finally (.delete f)))))
+
+(defn- open-fds []
+  (count (.list (File. "/proc/self/fd"))))
+
+(deftest file-bodies-leave-no-descriptor-open
+  ;; the kernel opens each file body itself and closes it when the send is over: after
+  ;; requests answered whole, and after clients that left in the middle of a large file
+  (let [small (File/createTempFile "donkey" ".txt")
+        large (File/createTempFile "donkey" ".bin")]
+    (try
+      (spit small "small")
+      (with-open [o (java.io.FileOutputStream. large)] (.write o (byte-array (* 8 1024 1024))))
+      (with-server (fn [{:keys [uri]}] {:status 200 :body (if (= uri "/large") large small)}) {}
+        (dotimes [_ 5] (GET "/"))
+        (let [before (open-fds)]
+          (dotimes [_ 200] (GET "/"))
+          (dotimes [_ 20]
+            (with-open [s (java.net.Socket. "127.0.0.1" (int u/*port*))]
+              (.write (.getOutputStream s) (.getBytes "GET /large HTTP/1.1\r\nHost: x\r\n\r\n"))
+              (.read (.getInputStream s) (byte-array 1000))))
+          (let [deadline (+ (System/currentTimeMillis) 5000)]
+            (while (and (> (open-fds) (+ before 5)) (< (System/currentTimeMillis) deadline))
+              (Thread/sleep 50)))
+          (is (<= (open-fds) (+ before 5)) "descriptors do not pile up")))
+      (finally (.delete small) (.delete large)))))
 
 (defrecord Custom [text]
   protocols/StreamableResponseBody

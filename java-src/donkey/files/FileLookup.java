@@ -106,14 +106,6 @@ final class FileLookup {
     }
   }
 
-  /**
-   * Whether the file at {@code p} (a regular file, as its attributes said) can be read: one
-   * system call, which spares the response writer its two ({@link CheckedFile}).
-   */
-  static boolean readable(Path p) {
-    return Files.isReadable(p);
-  }
-
   /** Directories whose real path was found inside the root, and when (System.nanoTime()). */
   private final ConcurrentHashMap<Path, Long> checkedDirs =
       new ConcurrentHashMap<>();

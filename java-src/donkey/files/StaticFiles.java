@@ -226,8 +226,7 @@ public final class StaticFiles extends AFn {
       }
     }
     if (chosen.path != null) {
-      return response(200, map(out), FileLookup.readable(chosen.path)
-          ? new CheckedFile(chosen.path.toString()) : chosen.path.toFile());
+      return response(200, map(out), new CheckedFile(chosen.path.toString()));
     }
     add(out, "Content-Length", Long.toString(chosen.length));
     try {

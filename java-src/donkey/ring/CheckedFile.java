@@ -3,10 +3,10 @@ package donkey.ring;
 import java.io.File;
 
 /**
- * A response body file its maker has just found to be a readable regular file
- * ({@code donkey.static} does, per request), so that the response writer does not look it up
- * again: two system calls a file response saved. Any other File body is checked before its
- * head is written, and gets a 500 when it cannot be sent.
+ * A response body file its maker has just found to be a regular file ({@code donkey.static}
+ * does, per request), so that the response writer does not look it up again: a system call a
+ * file response saved. The writer's open checks that it can be read, for this and any other
+ * File body, before the head is written; a file that cannot be sent gets a 500.
  */
 public final class CheckedFile extends File {
   public CheckedFile(String path) {

@@ -5,12 +5,17 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.ISeq;
 import donkey.codec.ContentType;
 import donkey.codec.Json;
+import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.MimeMapping;
 import java.io.File;
+import java.io.IOException;
 import java.io.InputStream;
+import java.nio.channels.FileChannel;
 import java.nio.charset.Charset;
+import java.nio.file.StandardOpenOption;
 
 /**
  * Writes a Ring response map ({@link ResponseMap}) to a Vert.x response: its status and
@@ -242,30 +247,71 @@ public final class ResponseWriter {
 
   /**
    * Sends a file body with zero-copy (a HEAD request gets its length and no body; a 204, 205 or
-   * 304 is ended without reading the file); a missing or unreadable file raises before
-   * sending.
+   * 304 is ended without reading the file); a missing or unreadable file, or a directory,
+   * raises before anything is sent. The file is opened here, not by Vert.x: the open is the
+   * readability check, its failure comes before the head, and Vert.x looks nothing up by
+   * name; the channel is closed once the send is over, however it ends. A body without a
+   * Content-Type gets the one its name's extension maps to, as Vert.x would give it.
    *
    * @param framing {@link Framing#of} the response
    */
   public static void sendFile(HttpServerResponse resp, File f, int framing) {
-    if (!(f instanceof CheckedFile) && (!f.isFile() || !f.canRead())) {
+    // (a CheckedFile was found a regular file by its maker just now)
+    if (!(f instanceof CheckedFile) && !f.isFile()) {
       throw new IllegalArgumentException("response body file is not a readable file: " + f);
     }
     MultiMap h = resp.headers();
     if (framing == Framing.BODY || framing == Framing.HEAD) {
+      FileChannel ch;
+      try {
+        ch = FileChannel.open(f.toPath(), StandardOpenOption.READ);
+      } catch (IOException | RuntimeException e) {
+        throw new IllegalArgumentException("response body file is not a readable file: " + f, e);
+      }
       h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
       h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
-      // (Vert.x leaves a HEAD answer's length to us, and sends no body for it)
-      if (framing == Framing.HEAD) {
-        h.set(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, Long.toString(f.length()));
+      if (!h.contains(io.vertx.core.http.HttpHeaders.CONTENT_TYPE)) {
+        String type = MimeMapping.mimeTypeForFilename(f.getName());
+        h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE,
+            type != null ? type : "application/octet-stream");
       }
-      resp.sendFile(f.getPath());
+      Future<Void> sent;
+      try {
+        // (Vert.x leaves a HEAD answer's length to us, and sends no body for it; for a body
+        // it takes the file's size itself, capped by the length given)
+        if (framing == Framing.HEAD) {
+          h.set(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, Long.toString(ch.size()));
+        }
+        if (resp.streamId() > 0) {
+          // HTTP/2 reads a channel it is given in chunks after its future has completed: it
+          // opens the file again itself, the open here having checked it
+          closeQuietly(ch);
+          resp.sendFile(f.getPath());
+          return;
+        }
+        sent = resp.sendFile(ch, 0, Long.MAX_VALUE);
+      } catch (IOException e) {
+        closeQuietly(ch);
+        throw new IllegalArgumentException("response body file cannot be read: " + f, e);
+      } catch (RuntimeException e) {
+        closeQuietly(ch);
+        throw e;
+      }
+      sent.onComplete(done -> closeQuietly(ch));
       return;
     }
     long declared = Framing.parseLength(
         String.valueOf(h.get(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH)));
     Framing.setBodyless(h, framing, f.length(), declared);
     resp.end();
+  }
+
+  private static void closeQuietly(FileChannel ch) {
+    try {
+      ch.close();
+    } catch (IOException ignored) {
+      // nothing was written through it
+    }
   }
 
   /**
