@@ -112,7 +112,7 @@ final class ResponseSender {
       int framing = framing(x, resp.getStatusCode());
       Object b = r.valAt(ResponseMap.BODY);
       if (kind == ResponseMap.Kind.FILE) {
-        ResponseWriter.sendFile(resp, (java.io.File) b, framing);
+        file(x, resp, (java.io.File) b, framing, onLoop);
       } else {
         boolean http10 = http10(x);
         if (framing == Framing.BODY && http10) closing(x); // delimited by the close
@@ -122,6 +122,31 @@ final class ResponseSender {
     } catch (Throwable t) {
       ErrorAnswers.fail(x, t);
     }
+  }
+
+  /**
+   * Sends a file body whose head is set: opened on this thread, sent from the loop. A worker
+   * hands the open file to the loop in one task, where Vert.x's writes from another thread
+   * would each be a task of their own.
+   */
+  private static void file(Exchange x, HttpServerResponse resp, java.io.File f, int framing,
+                           boolean onLoop) {
+    java.nio.channels.FileChannel ch = ResponseWriter.openFile(f, framing);
+    if (onLoop) {
+      ResponseWriter.sendOpened(resp, f, ch, framing);
+      return;
+    }
+    x.onLoop(() -> {
+      if (closed(x)) {
+        ResponseWriter.closeQuietly(ch);
+        return;
+      }
+      try {
+        ResponseWriter.sendOpened(resp, f, ch, framing);
+      } catch (Throwable t) {
+        ErrorAnswers.fail(x, t);
+      }
+    });
   }
 
   /**

@@ -246,67 +246,88 @@ public final class ResponseWriter {
   }
 
   /**
-   * Sends a file body with zero-copy (a HEAD request gets its length and no body; a 204, 205 or
-   * 304 is ended without reading the file); a missing or unreadable file, or a directory,
-   * raises before anything is sent. The file is opened here, not by Vert.x: the open is the
-   * readability check, its failure comes before the head, and Vert.x looks nothing up by
-   * name; the channel is closed once the send is over, however it ends. A body without a
-   * Content-Type gets the one its name's extension maps to, as Vert.x would give it.
+   * Sends a file body with zero-copy: {@link #openFile}, then {@link #sendOpened}, on the
+   * thread that owns the response.
    *
    * @param framing {@link Framing#of} the response
    */
   public static void sendFile(HttpServerResponse resp, File f, int framing) {
+    sendOpened(resp, f, openFile(f, framing), framing);
+  }
+
+  /**
+   * Any thread: opens a file body for {@link #sendOpened}, or returns null when the response
+   * carries no body (a 204, 205 or 304 is ended without reading the file; HEAD opens it for
+   * its length). The open is the readability check: it fails before anything is sent, and
+   * Vert.x then looks nothing up by name.
+   *
+   * @throws IllegalArgumentException for a missing or unreadable file, or a directory
+   */
+  public static FileChannel openFile(File f, int framing) {
     // (a CheckedFile was found a regular file by its maker just now)
     if (!(f instanceof CheckedFile) && !f.isFile()) {
       throw new IllegalArgumentException("response body file is not a readable file: " + f);
     }
-    MultiMap h = resp.headers();
-    if (framing == Framing.BODY || framing == Framing.HEAD) {
-      FileChannel ch;
-      try {
-        ch = FileChannel.open(f.toPath(), StandardOpenOption.READ);
-      } catch (IOException | RuntimeException e) {
-        throw new IllegalArgumentException("response body file is not a readable file: " + f, e);
-      }
-      h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
-      h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
-      if (!h.contains(io.vertx.core.http.HttpHeaders.CONTENT_TYPE)) {
-        String type = MimeMapping.mimeTypeForFilename(f.getName());
-        h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE,
-            type != null ? type : "application/octet-stream");
-      }
-      Future<Void> sent;
-      try {
-        // (Vert.x leaves a HEAD answer's length to us, and sends no body for it; for a body
-        // it takes the file's size itself, capped by the length given)
-        if (framing == Framing.HEAD) {
-          h.set(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, Long.toString(ch.size()));
-        }
-        if (resp.streamId() > 0) {
-          // HTTP/2 reads a channel it is given in chunks after its future has completed: it
-          // opens the file again itself, the open here having checked it
-          closeQuietly(ch);
-          resp.sendFile(f.getPath());
-          return;
-        }
-        sent = resp.sendFile(ch, 0, Long.MAX_VALUE);
-      } catch (IOException e) {
-        closeQuietly(ch);
-        throw new IllegalArgumentException("response body file cannot be read: " + f, e);
-      } catch (RuntimeException e) {
-        closeQuietly(ch);
-        throw e;
-      }
-      sent.onComplete(done -> closeQuietly(ch));
-      return;
+    if (framing != Framing.BODY && framing != Framing.HEAD) return null;
+    try {
+      return FileChannel.open(f.toPath(), StandardOpenOption.READ);
+    } catch (IOException | RuntimeException e) {
+      throw new IllegalArgumentException("response body file is not a readable file: " + f, e);
     }
-    long declared = Framing.parseLength(
-        String.valueOf(h.get(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH)));
-    Framing.setBodyless(h, framing, f.length(), declared);
-    resp.end();
   }
 
-  private static void closeQuietly(FileChannel ch) {
+  /**
+   * The thread that owns the response: sends {@code ch}, {@code f} opened by
+   * {@link #openFile} (null: no body), with zero-copy, and closes it once the send is over,
+   * however it ends; a HEAD request gets the file's length and no body. A body without a
+   * Content-Type gets the one its name's extension maps to, as Vert.x would give it.
+   *
+   * @throws IllegalArgumentException when the file cannot be read (ch closed, nothing sent)
+   */
+  public static void sendOpened(HttpServerResponse resp, File f, FileChannel ch, int framing) {
+    MultiMap h = resp.headers();
+    if (ch == null) {
+      long declared = Framing.parseLength(
+          String.valueOf(h.get(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH)));
+      Framing.setBodyless(h, framing, f.length(), declared);
+      resp.end();
+      return;
+    }
+    h.remove(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING);
+    h.remove(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH);
+    if (!h.contains(io.vertx.core.http.HttpHeaders.CONTENT_TYPE)) {
+      String type = MimeMapping.mimeTypeForFilename(f.getName());
+      h.set(io.vertx.core.http.HttpHeaders.CONTENT_TYPE,
+          type != null ? type : "application/octet-stream");
+    }
+    Future<Void> sent;
+    try {
+      // (Vert.x leaves a HEAD answer's length to us, and sends no body for it; for a body
+      // it takes the file's size itself, capped by the length given)
+      if (framing == Framing.HEAD) {
+        h.set(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, Long.toString(ch.size()));
+      }
+      if (resp.streamId() > 0) {
+        // HTTP/2 reads a channel it is given in chunks after its future has completed: it
+        // opens the file again itself, the open here having checked it
+        closeQuietly(ch);
+        resp.sendFile(f.getPath());
+        return;
+      }
+      sent = resp.sendFile(ch, 0, Long.MAX_VALUE);
+    } catch (IOException e) {
+      closeQuietly(ch);
+      throw new IllegalArgumentException("response body file cannot be read: " + f, e);
+    } catch (RuntimeException e) {
+      closeQuietly(ch);
+      throw e;
+    }
+    sent.onComplete(done -> closeQuietly(ch));
+  }
+
+  /** Closes a channel {@link #openFile} opened, when it is not sent after all. */
+  public static void closeQuietly(FileChannel ch) {
+    if (ch == null) return;
     try {
       ch.close();
     } catch (IOException ignored) {
