@@ -42,3 +42,11 @@
   false while it is not, and on any thread not running a non-blocking donkey handler."
   []
   (RequestScope/isOver))
+
+(defn context
+  "The Vert.x `Context` of the event loop running the non-blocking handler on the calling
+  thread, or nil on any other thread (a sync handler's worker included). A Vert.x client made
+  from the server's instance (`donkey.server/vertx`) and called from the handler runs its
+  callbacks on this loop already; `(.runOnContext ctx f)` brings other work there."
+  ^io.vertx.core.Context []
+  (RequestScope/context))

@@ -395,6 +395,16 @@
   [^Server server]
   (.tlsProvider server))
 
+(defn vertx
+  "`server`'s Vert.x instance (`io.vertx.core.Vertx`), for Vert.x clients (the PostgreSQL
+  client, the web client, Redis, Kafka) that should run on the server's own event loops
+  rather than on a second Vert.x. Make them at start-up from it; called from a non-blocking
+  handler, they answer on the request's event loop (see `donkey.scope/context`). `stop`
+  closes the instance, and with it every client made from it: their pending calls fail. Any
+  thread."
+  ^io.vertx.core.Vertx [^Server server]
+  (.vertx server))
+
 (defn status
   "`:running`, `:stopping` (draining in-flight requests) or `:stopped`."
   [^Server server]

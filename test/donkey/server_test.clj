@@ -125,7 +125,8 @@
                    donkey.routes donkey.scope
                    donkey.stream donkey.middleware.errors donkey.middleware.options
                    donkey.middleware.params
-                   donkey.middleware.json donkey.middleware.multipart donkey.example]]
+                   donkey.middleware.json donkey.middleware.multipart donkey.example
+                   donkey.static donkey.metrics donkey.metrics.prometheus]]
         (require ns :reload)))
     (is (not (re-find #"Reflection warning" (str err))) (str err))))
 
@@ -134,7 +135,8 @@
   ;; that only donkey calls is marked :no-doc rather than left undocumented
   (doseq [ns '[donkey.server donkey.routes donkey.stream donkey.websocket donkey.scope
                donkey.middleware.errors donkey.middleware.params donkey.middleware.json
-               donkey.middleware.multipart]]
+               donkey.middleware.multipart donkey.static donkey.metrics
+               donkey.metrics.prometheus]]
     (require ns)
     (is (not (str/blank? (:doc (meta (find-ns ns))))) (str ns))
     (doseq [[sym v] (ns-publics ns)

@@ -118,6 +118,16 @@ public final class RequestScope {
     }
   }
 
+  /**
+   * The Vert.x context of the event loop running the non-blocking handler on the calling
+   * thread, or null on any other thread: what a Vert.x client made from the server's Vert.x
+   * instance runs its callbacks on when used from the handler.
+   */
+  public static io.vertx.core.Context context() {
+    Exchange e = running();
+    return e == null ? null : e.loop().eventLoop;
+  }
+
   private static Exchange running() {
     ServerVerticle loop = ServerVerticle.current();
     return loop == null ? null : loop.running();
