@@ -114,6 +114,10 @@ final class Exchange extends AFn
   private Buffer prepared;
   /** The status a worker prepared for {@link #endPrepared}. */
   private int preparedStatus;
+  /** A file body a worker opened for {@link #endPrepared} (its head set), else null. */
+  private java.io.File preparedFile;
+  private java.nio.channels.FileChannel preparedChannel;
+  private int preparedFraming;
   /** The next prepared response of this connection in an {@link Outbox} drain. */
   private Exchange nextPrepared;
   /**
@@ -637,8 +641,26 @@ final class Exchange extends AFn
     preparedStatus = status;
   }
 
+  /**
+   * Worker thread: keeps a file body {@link ResponseSender} opened, its head set, for
+   * {@link #endPrepared} to send.
+   */
+  void preparedFile(java.io.File f, java.nio.channels.FileChannel ch, int framing) {
+    preparedFile = f;
+    preparedChannel = ch;
+    preparedFraming = framing;
+  }
+
   /** Event loop (an {@link Outbox} drain): ends the response a worker prepared. */
   void endPrepared() {
+    java.io.File f = preparedFile;
+    if (f != null) {
+      java.nio.channels.FileChannel ch = preparedChannel;
+      preparedFile = null;
+      preparedChannel = null;
+      ResponseSender.sendPreparedFile(this, f, ch, preparedFraming);
+      return;
+    }
     Buffer b = prepared;
     prepared = null;
     ResponseSender.endPrepared(this, b, preparedStatus);

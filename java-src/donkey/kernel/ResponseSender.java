@@ -126,27 +126,34 @@ final class ResponseSender {
 
   /**
    * Sends a file body whose head is set: opened on this thread, sent from the loop. A worker
-   * hands the open file to the loop in one task, where Vert.x's writes from another thread
-   * would each be a task of their own.
+   * hands the open file back with its other finished responses ({@link Outbox}), another
+   * thread in a task of its own: Vert.x's writes from another thread would each be a task.
    */
   private static void file(Exchange x, HttpServerResponse resp, java.io.File f, int framing,
                            boolean onLoop) {
     java.nio.channels.FileChannel ch = ResponseWriter.openFile(f, framing);
     if (onLoop) {
       ResponseWriter.sendOpened(resp, f, ch, framing);
+    } else if (x.loop().workers.isWorkerThread()) {
+      x.preparedFile(f, ch, framing);
+      x.loop().outbox.add(x);
+    } else {
+      x.onLoop(() -> sendPreparedFile(x, f, ch, framing));
+    }
+  }
+
+  /** Event loop: sends the file {@link #file} opened, or closes it when the client has gone. */
+  static void sendPreparedFile(Exchange x, java.io.File f, java.nio.channels.FileChannel ch,
+                               int framing) {
+    if (closed(x)) {
+      ResponseWriter.closeQuietly(ch);
       return;
     }
-    x.onLoop(() -> {
-      if (closed(x)) {
-        ResponseWriter.closeQuietly(ch);
-        return;
-      }
-      try {
-        ResponseWriter.sendOpened(resp, f, ch, framing);
-      } catch (Throwable t) {
-        ErrorAnswers.fail(x, t);
-      }
-    });
+    try {
+      ResponseWriter.sendOpened(x.response(), f, ch, framing);
+    } catch (Throwable t) {
+      ErrorAnswers.fail(x, t);
+    }
   }
 
   /**

@@ -302,10 +302,12 @@ public final class ResponseWriter {
     }
     Future<Void> sent;
     try {
-      // (Vert.x leaves a HEAD answer's length to us, and sends no body for it; for a body
-      // it takes the file's size itself, capped by the length given)
       if (framing == Framing.HEAD) {
+        // the length a GET would get, and no body (Vert.x keeps a HEAD answer's length)
         h.set(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH, Long.toString(ch.size()));
+        closeQuietly(ch);
+        resp.end();
+        return;
       }
       if (resp.streamId() > 0) {
         // HTTP/2 reads a channel it is given in chunks after its future has completed: it
@@ -314,6 +316,7 @@ public final class ResponseWriter {
         resp.sendFile(f.getPath());
         return;
       }
+      // (Vert.x takes the file's size itself, capped by the length given)
       sent = resp.sendFile(ch, 0, Long.MAX_VALUE);
     } catch (IOException e) {
       closeQuietly(ch);
