@@ -430,8 +430,9 @@ final class Exchange extends AFn
     if (connection != null) connection.responseEnded(this);
     RequestBody b = body;
     if (b != null) b.discardRest();
-    // (an HTTP/2 stream's close handler: it also runs when the stream is reset unanswered)
-    if (loop.observed) observeEnd(resp.getStatusCode(), resp.ended());
+    // (an HTTP/1.x response has ended here; an HTTP/2 stream's close handler also runs when
+    // the stream is reset unanswered, and only then is ended() asked: it takes a lock)
+    if (loop.observed) observeEnd(resp.getStatusCode(), !h2 || resp.ended());
     over();
     if (closeAfter) req.connection().close();
   }
