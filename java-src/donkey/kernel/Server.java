@@ -36,6 +36,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * written for http-kit keeps working: {@code (server)} is {@link #stop()}, and
  * {@code (server :timeout ms)} or {@code (server {:timeout ms})} is {@link #stop(long)}.
  *
+ * <p>Past 450 lines because start-up and stop are one sequence read both ways: each step of
+ * the start is released by the stop, and by a start that fails after it.
+ *
  * <p>Threading: {@link #start}, {@link #stop}, {@link #reloadTls} and {@link #await} (and
  * calling it) block the calling thread and must not be called from an event loop.
  * {@link #port}, {@link #tlsPort} and {@link #status} may be called from any thread.

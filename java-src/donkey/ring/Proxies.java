@@ -117,6 +117,31 @@ public final class Proxies {
       this.host = host;
       this.port = port;
     }
+
+    /** Whether the client used https: the forwarded scheme, else the socket's ({@code ssl}). */
+    boolean https(boolean ssl) {
+      return scheme != null ? scheme.equals("https") : ssl;
+    }
+
+    /**
+     * The host and port the client asked for, or null when no header says (the request's own
+     * then stand): a forwarded host, else the one the request names ({@code asked}, its target
+     * or Host header, else the local address); a forwarded port, else the one named with the
+     * host that stays, else the scheme's default.
+     */
+    HostAndPort authority(HostAndPort asked, io.vertx.core.net.SocketAddress local,
+                          boolean https) {
+      if (host == null && port <= 0 && scheme == null) return null;
+      String name = host;
+      int p = port;
+      if (name == null && asked != null && !asked.host().isEmpty()) {
+        name = asked.host();
+        if (p <= 0 && asked.port() > 0) p = asked.port();
+      }
+      if (name == null) name = local.hostAddress();
+      if (p <= 0) p = https ? 443 : 80;
+      return HostAndPort.create(name, p);
+    }
   }
 
   /**
@@ -231,14 +256,8 @@ public final class Proxies {
 
   /** A port 1..65535, or -1. */
   private static int port(String s) {
-    if (s == null || s.isEmpty() || s.length() > 5) return -1;
-    int n = 0;
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      if (c < '0' || c > '9') return -1;
-      n = n * 10 + (c - '0');
-    }
-    return n >= 1 && n <= 65535 ? n : -1;
+    int p = s == null ? -1 : RequestMap.parsePort(s, 0);
+    return p >= 1 ? p : -1;
   }
 
   /** {@code "http"} or {@code "https"} for those schemes in any case, else null. */

@@ -29,6 +29,9 @@ import java.util.function.BiConsumer;
  *
  * <p>Bad input: the Vert.x decoder has already rejected malformed request lines and headers
  * with 400/414/431 before a request reaches this class.
+ *
+ * <p>Past 450 lines because Ring's keys, the one pass over the headers that feeds them and the
+ * rules for the server's name and port are one mapping, read together against the SPEC.
  */
 public final class RequestMap {
   public static final Keyword SERVER_PORT = Keyword.intern("server-port");
@@ -244,8 +247,16 @@ public final class RequestMap {
                                      Object clientCert) {
     String uri = req.uri();
     HostAndPort absolute = uri.startsWith("/") ? null : targetAuthority(uri);
+    return make(req, head, body, pathParams, absolute, local, ssl, peer, trustForwardedFor,
+        clientCert);
+  }
+
+  private static IPersistentMap make(HttpServerRequest req, Head head, InputStream body,
+                                     IPersistentMap pathParams, HostAndPort absolute,
+                                     SocketAddress local, boolean https, String peer,
+                                     boolean trustForwardedFor, Object clientCert) {
     return new LazyRequestMap(req.headers(), head, absolute, local, req.path(), req.query(),
-        method(req.method()), ssl ? HTTPS : HTTP, protocol(req.version()), body,
+        method(req.method()), https ? HTTPS : HTTP, protocol(req.version()), body,
         pathParams, peer, trustForwardedFor, clientCert);
   }
 
@@ -262,24 +273,13 @@ public final class RequestMap {
                                               Proxies.Forwarded f, SocketAddress local,
                                               boolean ssl, Object clientCert) {
     String uri = req.uri();
-    HostAndPort absolute = uri.startsWith("/") ? null : targetAuthority(uri);
-    boolean https = f.scheme != null ? f.scheme.equals("https") : ssl;
-    if (f.host != null || f.port > 0 || f.scheme != null) {
-      HostAndPort asked = absolute != null ? absolute : req.authority();
-      String name = f.host;
-      int port = f.port;
-      if (name == null && asked != null && !asked.host().isEmpty()) {
-        name = asked.host();
-        if (port <= 0 && asked.port() > 0) port = asked.port();
-      }
-      if (name == null) name = local.hostAddress();
-      if (port <= 0) port = https ? 443 : 80;
-      absolute = HostAndPort.create(name, port);
-    }
-    return new LazyRequestMap(req.headers(), head, absolute, local, req.path(), req.query(),
-        method(req.method()), https ? HTTPS : HTTP, protocol(req.version()), body,
-        pathParams, f.remote, false, clientCert);
+    HostAndPort target = uri.startsWith("/") ? null : targetAuthority(uri);
+    boolean https = f.https(ssl);
+    HostAndPort absolute = f.authority(target != null ? target : req.authority(), local, https);
+    return make(req, head, body, pathParams, absolute != null ? absolute : target, local, https,
+        f.remote, false, clientCert);
   }
+
 
   /**
    * The same map as {@link #build}, with every value worked out now, as a
@@ -455,7 +455,8 @@ public final class RequestMap {
   }
 
   /** A port number at {@code from} in {@code s}, or -1 when it is not one. */
-  private static int parsePort(String s, int from) {
+  /** The digits of {@code s} from {@code from} on as a port 0..65535, or -1. */
+  static int parsePort(String s, int from) {
     int n = s.length() - from;
     if (n < 1 || n > 5) return -1;
     int port = 0;

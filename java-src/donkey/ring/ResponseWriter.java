@@ -20,7 +20,7 @@ import java.nio.file.StandardOpenOption;
 /**
  * Writes a Ring response map ({@link ResponseMap}) to a Vert.x response: its status and
  * headers ({@link HeaderLines}, {@link HeaderPlan}), then its body, one way per body kind: a
- * fixed body whole ({@link #writeFixed}), a file with zero-copy ({@link #sendFile}), a streamed
+ * fixed body whole ({@link #writeFixed}), a file with zero-copy ({@link #sendOpened}), a streamed
  * body through a {@link ResponseOutputStream} ({@link #stream}). Framing is the kernel's
  * ({@link Framing}).
  *
@@ -243,16 +243,6 @@ public final class ResponseWriter {
     Buffer b = Buffer.buffer(s.getBytes(cs));
     if (seen != null) BODIES.put(s, new Encoded(cs, b)); // seen before: a constant
     return b;
-  }
-
-  /**
-   * Sends a file body with zero-copy: {@link #openFile}, then {@link #sendOpened}, on the
-   * thread that owns the response.
-   *
-   * @param framing {@link Framing#of} the response
-   */
-  public static void sendFile(HttpServerResponse resp, File f, int framing) {
-    sendOpened(resp, f, openFile(f, framing), framing);
   }
 
   /**
