@@ -49,12 +49,15 @@
   "The protocol tag, by ServerMetrics' protocol number."
   ["http1" "h2c" "h2" "websocket"])
 
+(def ^:private ^java.util.Map method-indexes
+  "Each of `method-names` to its index."
+  (java.util.HashMap. ^java.util.Map (zipmap method-names (map int (range)))))
+
 (defn- method-index
   "The index of `m` in `method-names`, or (count method-names) for any other."
   ^long [^String m]
-  (case m
-    "GET" 0 "HEAD" 1 "POST" 2 "PUT" 3 "DELETE" 4 "PATCH" 5 "OPTIONS" 6 "TRACE" 7 "CONNECT" 8
-    9))
+  (let [i (.get method-indexes m)]
+    (if i (long i) (count method-names))))
 
 (defn- status-index
   "The index of `status`'s class in `statuses`: 0 for none, 1 to 5 for 1xx to 5xx."
