@@ -30,18 +30,11 @@ for _t in $COMP_TESTS; do
   case "$_t" in json|json-100k) ;; *) die "unknown test $_t (COMP_TESTS: json json-100k)" ;; esac
 done
 
-STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
-LOGS="$RESULTS/$STAMP-compression"
-mkdir -p "$LOGS"
-RUNS_TSV="$LOGS/runs.tsv"
+suite_logs compression
 
 ensure_tools
 ensure_built
-if [ "$JSON_MODE" = auto ] && [ -s "$RESULTS/json-mode" ]; then
-  JSON_MODE_RESOLVED="$(cat "$RESULTS/json-mode")"
-else
-  resolve_json_mode "$LOGS"
-fi
+json_mode_as_run
 # shellcheck disable=SC2206
 select_variants $COMP_VARIANTS
 

@@ -26,10 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 FILE_VARIANTS="${FILE_VARIANTS:-raw-vertx donkey-nb donkey-sync}"
 FILE_TESTS="files/1k.bin files/1m.bin"
 
-STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
-LOGS="$RESULTS/$STAMP-files"
-mkdir -p "$LOGS"
-RUNS_TSV="$LOGS/runs.tsv"
+suite_logs files
 FILES_DIR="$OUT/files"
 mkdir -p "$FILES_DIR"
 head -c 1024 /dev/urandom >"$FILES_DIR/1k.bin"

@@ -117,12 +117,7 @@ ensure_oha() {
 ensure_tools
 ensure_oha
 ensure_built
-if [ "$JSON_MODE" = auto ] && [ -s "$RESULTS/json-mode" ]; then
-  JSON_MODE_RESOLVED="$(cat "$RESULTS/json-mode")"
-  log "JSON: $JSON_MODE_RESOLVED (as in the last bench/run.sh)"
-else
-  resolve_json_mode "$LOGS"
-fi
+json_mode_as_run
 
 failed=0
 

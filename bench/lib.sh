@@ -219,6 +219,26 @@ resolve_json_mode() {
   esac
 }
 
+# suite_logs NAME: STAMP, LOGS (target/bench/results/<stamp>-NAME, made) and RUNS_TSV for a
+# suite's run.
+suite_logs() {
+  STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
+  LOGS="$RESULTS/$STAMP-$1"
+  mkdir -p "$LOGS"
+  RUNS_TSV="$LOGS/runs.tsv"
+}
+
+# json_mode_as_run: JSON_MODE_RESOLVED as the last bench/run.sh chose it (JSON_MODE auto),
+# else worked out anew (resolve_json_mode, logs under $LOGS).
+json_mode_as_run() {
+  if [ "$JSON_MODE" = auto ] && [ -s "$RESULTS/json-mode" ]; then
+    JSON_MODE_RESOLVED="$(cat "$RESULTS/json-mode")"
+    log "JSON: $JSON_MODE_RESOLVED (as in the last bench/run.sh)"
+  else
+    resolve_json_mode "$LOGS"
+  fi
+}
+
 # check_reflection VARIANT LOGFILE: a reflection warning from the bench app (donkey/bench/)
 # fails the run; one from elsewhere (src/, edited by others) is reported only.
 check_reflection() {

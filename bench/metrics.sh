@@ -27,18 +27,11 @@ for _t in $METRICS_TESTS; do
   case "$_t" in json|plaintext) ;; *) die "unknown test $_t (METRICS_TESTS: json plaintext)" ;; esac
 done
 
-STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
-LOGS="$RESULTS/$STAMP-metrics"
-mkdir -p "$LOGS"
-RUNS_TSV="$LOGS/runs.tsv"
+suite_logs metrics
 
 ensure_tools
 ensure_built
-if [ "$JSON_MODE" = auto ] && [ -s "$RESULTS/json-mode" ]; then
-  JSON_MODE_RESOLVED="$(cat "$RESULTS/json-mode")"
-else
-  resolve_json_mode "$LOGS"
-fi
+json_mode_as_run
 # shellcheck disable=SC2206
 select_variants $METRICS_VARIANTS
 

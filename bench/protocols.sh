@@ -78,12 +78,7 @@ ensure_tools
 command -v h2load >/dev/null 2>&1 || die "h2load not found (Debian package nghttp2-client)"
 command -v openssl >/dev/null 2>&1 || die "openssl not found"
 ensure_built
-# run.sh's choice, as latency.sh takes it; else asked anew
-if [ "$JSON_MODE" = auto ] && [ -s "$RESULTS/json-mode" ]; then
-  JSON_MODE_RESOLVED="$(cat "$RESULTS/json-mode")"
-else
-  resolve_json_mode "$LOGS"
-fi
+json_mode_as_run
 
 # A self-signed RSA 2048 certificate for 127.0.0.1, made anew for each run: the clients do not
 # verify it, and no private key is kept in the repository. openssl writes the unencrypted

@@ -247,10 +247,7 @@
 (deftest without-micrometer
   ;; a JVM whose classpath lacks Micrometer: a server without :metrics starts and serves, and
   ;; :metrics is refused with a reason
-  (let [cp (->> (str/split (System/getProperty "java.class.path") #":")
-                (remove #(re-find #"micrometer|prometheus|HdrHistogram|LatencyUtils" %))
-                (str/join ":"))
-        script (str "(require '[donkey.server :as s])"
+  (let [script (str "(require '[donkey.server :as s])"
                     "(with-open [srv (s/run-server (fn [_] {:status 200 :body \"fine\"})"
                     "                              {:port 0 :join? false})]"
                     "  (let [c (java.net.http.HttpClient/newHttpClient)"
@@ -263,12 +260,8 @@
                     "(println \"MICROMETER\" (try (Class/forName \"io.micrometer.core.instrument.MeterRegistry\") true"
                     "                           (catch ClassNotFoundException _ false)))"
                     "(shutdown-agents)")
-        p (-> (ProcessBuilder. ^java.util.List (java.util.List/of (str (System/getProperty "java.home") "/bin/java")
-                                                             "-cp" cp "clojure.main" "-e" script))
-              (.redirectErrorStream true)
-              (.start))
-        out (slurp (.getInputStream p))]
-    (is (zero? (.waitFor p)) out)
+        {:keys [exit out]} (u/run-clojure-without #"micrometer|prometheus|HdrHistogram|LatencyUtils" script)]
+    (is (zero? exit) out)
     (is (str/includes? out "BODY fine") out)
     (is (re-find #"REFUSED .*:metrics must be a Micrometer MeterRegistry" out) out)
     (is (str/includes? out "MICROMETER false") out)))

@@ -1,6 +1,7 @@
 (ns donkey.test-util
   "Helpers shared by the test namespaces: real servers on :port 0, real HTTP clients."
-  (:require [donkey.server :as server])
+  (:require [clojure.string :as str]
+            [donkey.server :as server])
   (:import (java.io BufferedReader IOException InputStream InputStreamReader OutputStream)
            (java.net Socket SocketException SocketTimeoutException URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers
@@ -205,3 +206,18 @@
     (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
                       :when (.contains (.getName t) "eventloop")]
                   (max 0 (.getThreadAllocatedBytes mx (.getId t)))))))
+
+(defn run-clojure-without
+  "Runs `script` (Clojure source) in a new JVM whose classpath is this one's without the
+  entries matching `excluded` (a regex): what a user without those optional libraries has.
+  Returns {:exit code :out everything it printed, stderr included}."
+  [excluded ^String script]
+  (let [cp (->> (.split (System/getProperty "java.class.path") ":")
+                (remove #(re-find excluded %))
+                (str/join ":"))
+        p (-> (ProcessBuilder. ^java.util.List (java.util.List/of (str (System/getProperty "java.home") "/bin/java")
+                                                                  "-cp" cp "clojure.main" "-e" script))
+              (.redirectErrorStream true)
+              (.start))
+        out (slurp (.getInputStream p))]
+    {:exit (.waitFor p) :out out}))
