@@ -1,5 +1,5 @@
 (ns donkey.jit-shape-test
-  "Shapes of kernel methods that the JIT's warm-up depends on. `Admission.start`, the request
+  "Shapes of kernel methods that the JIT's warm-up depends on. `Admission.admit`, the request
   path's entry from Vert.x, must stay over C2's FreqInlineSize (325 bytes of bytecode by
   default): then C2 compiles it as a unit of its own rather than into every Vert.x and Netty
   frame above it, which made a fresh server take seconds longer to reach its peak. The same
@@ -43,13 +43,13 @@
     (is (< freq-inline-size n)
         (str label " has " n " bytes of bytecode: keep it over " freq-inline-size ", " why))))
 
-(deftest admission-start-is-not-inlined-into-vertx-frames
-  (is-own-unit "donkey.kernel.Admission" "static void start(donkey.kernel.Exchange)"
-               "Admission.start" "so that C2 compiles the request path as its own unit"))
+(deftest admission-is-not-inlined-into-vertx-frames
+  (is-own-unit "donkey.kernel.Admission" "final void admit()"
+               "Admission.admit" "so that C2 compiles the request path as its own unit"))
 
 (deftest response-sender-send-is-not-inlined-into-dispatch
   (is-own-unit "donkey.kernel.ResponseSender"
-               "static void send(donkey.kernel.Exchange, java.lang.Object)"
+               "final void send(java.lang.Object)"
                "ResponseSender.send" "so that C2 compiles the response path as its own unit"))
 
 (deftest header-scan-is-its-own-unit

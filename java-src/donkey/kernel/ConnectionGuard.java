@@ -394,7 +394,7 @@ final class ConnectionGuard {
     // nothing in flight on a late connection: a graceful close is immediate
     for (HttpConnection c : w.late) c.close();
     for (HttpConnection c : w.stuck) abort(c);
-    for (Exchange x : w.stuckStreams) ErrorAnswers.abort(x);
+    for (Exchange x : w.stuckStreams) x.abort();
     for (Exchange x : w.timedOut) x.timedOut();
     for (RequestBody b : w.bodyLate) b.timedOut();
   }

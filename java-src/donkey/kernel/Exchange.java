@@ -7,15 +7,10 @@ import donkey.kernel.config.ServerConfig;
 import donkey.kernel.workers.WorkerPool;
 import donkey.ring.RequestMap;
 import donkey.ring.ResponseMap;
-import donkey.ring.ResponseWriter;
 import donkey.route.Route;
 import io.vertx.core.Handler;
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
-import io.vertx.core.http.HttpServerResponse;
-import io.vertx.core.http.HttpVersion;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -27,17 +22,17 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * ({@link Admission}: its head checked, routed, its body read), its Ring request built and its
  * handler run in the handler's mode, and it is answered exactly once: by the handler's
  * response ({@link ResponseSender}), by its failure or the kernel's own answer to bad input
- * ({@link ErrorAnswers}), or by a timeout ({@link TimeoutAnswer}); the connection's
- * bookkeeping then runs when the response ends, with the actions registered to run when the
- * request is over ({@link #atEnd}).
+ * ({@link ErrorAnswers}), or by a timeout ({@link ErrorAnswers#answerTimeout}); the
+ * connection's bookkeeping then runs when the response ends, with the actions registered to
+ * run when the request is over ({@link #atEnd}).
  *
- * <p>Every transition that answers is a method here that claims the request first
- * ({@link #claim}, which no other class can call), so a second answer is dropped and logged
- * ({@link #late}); the classes above only write an answer once claimed, and what admission
- * finds reaches this class through its methods.
+ * <p>The classes named above are this object's layers, one concern to a file; this class,
+ * the last, owns the answered-once state. Every transition that answers is a method here that
+ * claims the request first ({@link #claim}, private), so a second answer is dropped and logged
+ * ({@link #late}); the layers below write an answer only once it is claimed.
  *
  * <p>Past 400 lines because the sync, async and timeout paths all turn on the answered-once
- * fields here, and the request's own state is written here alone.
+ * fields here.
  *
  * <p>Threading: created and started on the connection's event loop. A sync handler runs on the
  * worker pool; an async handler runs on the event loop and its {@code respond}/{@code raise}
@@ -46,21 +41,9 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * threads (by compare-and-set); the rest is handed between threads by the worker pool, the
  * outbox or Vert.x, each of which publishes it.
  */
-final class Exchange extends AFn
-    implements WorkerPool.Queued, Handler<Void>, ResponseWriter.LastResponse {
+final class Exchange extends Admission implements WorkerPool.Queued, Handler<Void> {
   private static final System.Logger LOG = System.getLogger("donkey");
 
-  private final ServerVerticle loop;
-  private final HttpServerRequest req;
-  private final HttpServerResponse resp;
-  /** The connection's state (loop-confined); null for a connection the guard does not track. */
-  final ConnectionGuard.State connection;
-  /**
-   * True for a request on an HTTP/2 stream: what would end an HTTP/1.x connection (an answer
-   * to bad input, an abort) ends the stream instead, which the connection's other streams do
-   * not notice.
-   */
-  final boolean h2;
   /** HTTP/2, loop-confined: true once the stream's end was counted on its connection. */
   private boolean streamDone;
   /** 1 once the request has been answered (response, failure, timeout or error status). */
@@ -69,20 +52,6 @@ final class Exchange extends AFn
       AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
   /** The Ring request, built at dispatch; null before. */
   private IPersistentMap request;
-  // what admission found, on the loop, before dispatch
-  /**
-   * The request's headers, scanned once: here when the kernel needs one of them (a body's
-   * framing, media-type routing), else null and left to the request map.
-   */
-  private RequestMap.Head head;
-  /** The handler this request runs: the server's, the matched route's or the not-found one. */
-  private IFn handler;
-  private boolean async;
-  private IPersistentMap pathParams;
-  /** The matched route, or null without a route table. */
-  private Route route;
-  /** The request's body, or null when it has none. */
-  private RequestBody body;
   /** Run once when this request is over ({@link #atEnd}); loop-confined, null if none. */
   private ArrayList<Runnable> atEnd;
   /** Set when the {@link #atEnd} actions run: the request is over. Loop-confined. */
@@ -110,14 +79,6 @@ final class Exchange extends AFn
   /** True when {@link #given} holds a response (which may be nil) to write after the handler. */
   private boolean hasGiven;
   private Object given;
-  /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
-  private Buffer prepared;
-  /** The status a worker prepared for {@link #endPrepared}. */
-  private int preparedStatus;
-  /** A file body a worker opened for {@link #endPrepared} (its head set), else null. */
-  private java.io.File preparedFile;
-  private java.nio.channels.FileChannel preparedChannel;
-  private int preparedFraming;
   /** The next prepared response of this connection in an {@link Outbox} drain. */
   private Exchange nextPrepared;
   /**
@@ -140,11 +101,7 @@ final class Exchange extends AFn
   }
 
   Exchange(ServerVerticle loop, HttpServerRequest req, ConnectionGuard.State connection) {
-    this.loop = loop;
-    this.req = req;
-    this.resp = req.response();
-    this.connection = connection;
-    this.h2 = req.version() == HttpVersion.HTTP_2;
+    super(loop, req, connection);
     if (loop.observed) {
       logStart = System.nanoTime();
       if (loop.accessLog != null) logStartMillis = System.currentTimeMillis();
@@ -162,7 +119,7 @@ final class Exchange extends AFn
     if (logged) return;
     logged = true;
     long took = System.nanoTime() - logStart;
-    Route r = route;
+    Route r = route();
     if (loop.accessLog != null) {
       ConnectionGuard.State c = connection;
       loop.accessLog.record(logStartMillis, c != null ? c.remoteAddress : null,
@@ -183,23 +140,6 @@ final class Exchange extends AFn
     over();
   }
 
-  ServerVerticle loop() {
-    return loop;
-  }
-
-  HttpServerRequest request() {
-    return req;
-  }
-
-  HttpServerResponse response() {
-    return resp;
-  }
-
-  /** The connection this request came on. */
-  HttpConnection connection() {
-    return req.connection();
-  }
-
   /**
    * Any thread: claims the answer; false when the request was already answered. Only this
    * class claims: every transition that answers is a method here.
@@ -215,9 +155,10 @@ final class Exchange extends AFn
    *
    * @return true when this call answered
    */
+  @Override
   boolean refuse(int status, String reason) {
     if (!claim()) return false;
-    onLoop(() -> ErrorAnswers.closeWith(this, status, reason));
+    onLoop(() -> closeWith(status, reason));
     return true;
   }
 
@@ -228,13 +169,14 @@ final class Exchange extends AFn
    *
    * @return true when this call answered
    */
+  @Override
   boolean refuse(int status, String reason, String allow, boolean close) {
     if (!claim()) return false;
     if (allow != null) resp.putHeader(HttpHeaders.ALLOW, allow);
     if (close) {
-      ErrorAnswers.closeWith(this, status, reason);
+      closeWith(status, reason);
     } else {
-      ErrorAnswers.plain(this, status, reason);
+      plain(status, reason);
     }
     return true;
   }
@@ -247,9 +189,10 @@ final class Exchange extends AFn
    *
    * @return true when this call claimed the answer
    */
+  @Override
   boolean bodyBroke() {
     if (!claim()) return false;
-    if (!h2) onLoop(() -> ErrorAnswers.closeWith(this, 400, "Bad Request: malformed request body"));
+    if (!h2) onLoop(() -> closeWith(400, "Bad Request: malformed request body"));
     return true;
   }
 
@@ -260,6 +203,7 @@ final class Exchange extends AFn
    * @return true when this call claimed the answer; false, and {@code answer} not run, when
    *     the request was answered already
    */
+  @Override
   boolean answerWith(Runnable answer) {
     if (!claim()) return false;
     onLoop(answer);
@@ -267,6 +211,7 @@ final class Exchange extends AFn
   }
 
   /** True once the request has been answered. */
+  @Override
   boolean answered() {
     return answered != 0;
   }
@@ -277,50 +222,9 @@ final class Exchange extends AFn
   }
 
   /** The Ring request, or null before dispatch. */
+  @Override
   IPersistentMap ringRequest() {
     return request;
-  }
-
-  /** True when this request's handler is an async (non-blocking) one. */
-  boolean async() {
-    return async;
-  }
-
-  /**
-   * Event loop, admission: this request runs {@code handler} in the mode {@code async} says,
-   * for {@code route} (null without a route table) with its {@code pathParams}.
-   */
-  void runs(IFn handler, boolean async, Route route, IPersistentMap pathParams) {
-    this.handler = handler;
-    this.async = async;
-    this.route = route;
-    this.pathParams = pathParams;
-  }
-
-  /** Event loop, admission: the request's headers, scanned once for the kernel's needs. */
-  void scanned(RequestMap.Head head) {
-    this.head = head;
-  }
-
-  /** Event loop, admission: the request's body, now being read. */
-  void reading(RequestBody body) {
-    this.body = body;
-  }
-
-  /** The largest request body allowed: the matched route's, else the server's. */
-  long maxBodySize(ServerConfig cfg) {
-    Route r = route;
-    return r != null && r.maxBodySize() >= 0 ? r.maxBodySize() : cfg.maxBodySize;
-  }
-
-  /** True unless the matched route turned response compression off. */
-  boolean compresses() {
-    return route == null || route.compresses();
-  }
-
-  /** The request's body, or null when it has none (or before admission read its framing). */
-  RequestBody body() {
-    return body;
   }
 
   /** When the handler was started ({@link #dispatchedAt}); 0 before dispatch. */
@@ -358,6 +262,7 @@ final class Exchange extends AFn
    * connection closed, or it became a WebSocket); at once when it is already. An action that
    * throws is logged.
    */
+  @Override
   void atEnd(Runnable action) {
     if (over) {
       runAction(action);
@@ -395,6 +300,7 @@ final class Exchange extends AFn
    * the connection), so the common fixed response ended on the loop does without. Called by
    * the thread that will end the response, before it does; the response is not written yet.
    */
+  @Override
   void watchEnd() {
     if (!endWatched) {
       endWatched = true;
@@ -408,6 +314,7 @@ final class Exchange extends AFn
    * handler at the same point, after the write (and after it started the next pipelined
    * request), so the order is the one an end handler would see.
    */
+  @Override
   void endedOnLoop() {
     if (!endWatched) handle(null);
   }
@@ -428,7 +335,7 @@ final class Exchange extends AFn
       streamDone = true;
     }
     if (connection != null) connection.responseEnded(this);
-    RequestBody b = body;
+    RequestBody b = body();
     if (b != null) b.discardRest();
     // (an HTTP/1.x response has ended here; an HTTP/2 stream's close handler also runs when
     // the stream is reset unanswered, and only then is ended() asked: it takes a lock)
@@ -471,8 +378,11 @@ final class Exchange extends AFn
   }
 
   /** Event loop: builds the Ring request and runs the handler in its mode. */
+  @Override
   void dispatch(InputStream in) {
     ServerConfig cfg = loop.config;
+    RequestMap.Head head = head();
+    IPersistentMap pathParams = pathParams();
     // the connection's addresses (whether it is TLS, its client certificate) are taken
     // once, at accept: per request they would be a look-up each, behind a branch that new
     // connections take
@@ -487,7 +397,7 @@ final class Exchange extends AFn
               c.localAddress, c.ssl, c.clientCert)
           : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
     }
-    if (async) {
+    if (async()) {
       // no clock read on the event loop's request path: the connection sweep stamps the time
       // when it first sees this request (ConnectionGuard.UNSTAMPED), and the watchdog times
       // the loop itself
@@ -496,7 +406,7 @@ final class Exchange extends AFn
       IFn raise = new Raise();
       inHandler = true;
       try {
-        handler.invoke(request, this, raise);
+        handler().invoke(request, this, raise);
       } catch (Throwable t) {
         raise.invoke(t);
       } finally {
@@ -507,7 +417,7 @@ final class Exchange extends AFn
         Object r = given;
         given = null;
         hasGiven = false;
-        ResponseSender.send(this, r);
+        send(r);
       }
     } else {
       // exact: the worker pool's stall detection and the outbox's holds work in milliseconds
@@ -551,7 +461,7 @@ final class Exchange extends AFn
     Object response = null;
     Throwable error = null;
     try {
-      response = handler.invoke(request);
+      response = handler().invoke(request);
     } catch (Throwable t) {
       error = t;
     }
@@ -560,9 +470,9 @@ final class Exchange extends AFn
       return;
     }
     if (error != null) {
-      ErrorAnswers.fail(this, error);
+      fail(error);
     } else {
-      ResponseSender.send(this, response);
+      send(response);
     }
   }
 
@@ -583,7 +493,7 @@ final class Exchange extends AFn
         given = response;
         hasGiven = true;
       } else {
-        ResponseSender.send(this, response);
+        send(response);
       }
     } else {
       late(response, null);
@@ -598,33 +508,34 @@ final class Exchange extends AFn
 
   /** True while a worker runs this request's sync handler (its answer is not in yet). */
   boolean onWorker() {
-    return !async && answered == 0 && dispatchedAt != 0;
+    return !async() && answered == 0 && dispatchedAt != 0;
   }
 
   /**
    * Event loop (the connection sweep): the handler did not answer within
    * {@code :request-timeout} (or the async timeout); the timeout answers
-   * ({@link TimeoutAnswer#answer}) unless the request was answered meanwhile.
+   * ({@link #answerTimeout}) unless the request was answered meanwhile.
    */
   void timedOut() {
     if (!claim()) return;
     timedOut = true;
-    TimeoutAnswer.answer(this);
+    answerTimeout();
   }
 
   /**
    * Any thread: what the handler's {@code raise} does: answers with the failure
-   * ({@link ErrorAnswers#fail}), or logs it when the request was already answered.
+   * ({@link #fail}), or logs it when the request was already answered.
    */
   void raise(Throwable t) {
     if (claim()) {
-      ErrorAnswers.fail(this, t);
+      fail(t);
     } else {
       late(null, t);
     }
   }
 
   /** Any thread: a response or failure that came after the request was already answered. */
+  @Override
   void late(Object response, Throwable error) {
     if (error != null) {
       LOG.log(Level.WARNING, "the handler for " + where() + " failed after the request had been "
@@ -636,69 +547,38 @@ final class Exchange extends AFn
     ResponseMap.discard(response);
   }
 
-  /** Worker thread: keeps what {@link ResponseSender} prepared for {@link #endPrepared}. */
-  void prepared(Buffer body, int status) {
-    prepared = body;
-    preparedStatus = status;
-  }
-
-  /**
-   * Worker thread: keeps a file body {@link ResponseSender} opened, its head set, for
-   * {@link #endPrepared} to send.
-   */
-  void preparedFile(java.io.File f, java.nio.channels.FileChannel ch, int framing) {
-    preparedFile = f;
-    preparedChannel = ch;
-    preparedFraming = framing;
-  }
-
-  /** Event loop (an {@link Outbox} drain): ends the response a worker prepared. */
-  void endPrepared() {
-    java.io.File f = preparedFile;
-    if (f != null) {
-      java.nio.channels.FileChannel ch = preparedChannel;
-      preparedFile = null;
-      preparedChannel = null;
-      ResponseSender.sendPreparedFile(this, f, ch, preparedFraming);
-      return;
-    }
-    Buffer b = prepared;
-    prepared = null;
-    ResponseSender.endPrepared(this, b, preparedStatus);
-  }
-
   /** Event loop: true when the connection has closed (or this request's response ended). */
   boolean gone() {
     ConnectionGuard.State c = connection;
     return c != null ? c.closed : resp.closed();
   }
 
-  /**
-   * Runs {@code r} on this request's event loop: now when already there, else as a task. When
-   * the loop has already shut down (a handler finishing after {@code stop} gave up on it), the
-   * connection is gone and there is nothing left to write: the task is dropped and logged.
-   */
-  void onLoop(Runnable r) {
-    // Not Vertx.currentContext(): Vert.x 5 runs request handlers on a duplicate of the loop's
-    // context, so comparing contexts would always hop, and a hop costs a flush per response.
-    if (Thread.currentThread() == loop.thread) {
-      r.run();
-      return;
-    }
-    try {
-      loop.eventLoop.runOnContext(v -> r.run());
-    } catch (RejectedExecutionException e) {
-      LOG.log(Level.DEBUG, "server stopped before the response to {0} could be written", where());
-    }
-  }
-
   /** What runs this request, for log lines: the route, or the server's handler. */
   String handlerName() {
-    return route != null ? "route " + route : "the server's handler";
+    Route r = route();
+    return r != null ? "route " + r : "the server's handler";
   }
 
-  /** {@code GET /path}, for log lines. */
-  String where() {
-    return req.method().name() + " " + req.path();
+  @Override
+  Exchange self() {
+    return this;
+  }
+
+  /**
+   * Event loop: runs {@code then} as more of this request's non-blocking handler (a
+   * {@link RequestScope#offload} continuation), marked running as the handler was, so what it
+   * throws is raised; when the blocking part threw ({@code failed}), {@code then} is skipped
+   * and the throwable raised.
+   */
+  void resume(Runnable then, Throwable failed) {
+    loop.running(this);
+    try {
+      if (failed != null) throw failed;
+      then.run();
+    } catch (Throwable t) {
+      raise(t);
+    } finally {
+      loop.running(null);
+    }
   }
 }

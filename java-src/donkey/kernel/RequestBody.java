@@ -26,7 +26,7 @@ final class RequestBody {
   /** What {@link #length} gives for framing that is refused (the reason in its message). */
   static final long REFUSED = -2;
 
-  private final Exchange exchange;
+  private final Admission exchange;
   private final HttpServerRequest req;
   /** The body's {@link RequestDecoding} coding, undone before the handler reads it. */
   private final int coding;
@@ -40,7 +40,7 @@ final class RequestBody {
   /** When the sweep first saw the body being read (loop-confined), or UNSTAMPED. */
   private long since = ConnectionGuard.UNSTAMPED;
 
-  private RequestBody(Exchange exchange, HttpServerRequest req, int coding) {
+  RequestBody(Admission exchange, HttpServerRequest req, int coding) {
     this.exchange = exchange;
     this.req = req;
     this.coding = coding;
@@ -72,31 +72,29 @@ final class RequestBody {
    * Answers 413 at once for a length over the limit.
    *
    * @param expectContinue true when the client waits for {@code 100 Continue}
-   * @param coding the body's {@link RequestDecoding} coding, inflated for the handler
    * @param maxBody the largest body allowed: the route's {@code :max-body-size}, else the
    *     server's
-   * @return the body, or null when it was refused
+   * @return false when the body was refused
    */
-  static RequestBody read(Exchange x, HttpServerRequest req, long length, boolean async,
-                          boolean expectContinue, int coding, long maxBody, ServerConfig cfg) {
+  boolean read(long length, boolean async, boolean expectContinue, long maxBody,
+               ServerConfig cfg) {
     // an async handler's body is held in one array
     long limit = async ? Math.min(maxBody, BodyBuffer.MAX) : maxBody;
-    RequestBody b = new RequestBody(x, req, coding);
     if (length > limit) {
       if (length - limit > DRAIN_LIMIT) {
-        x.refuse(413, "Payload Too Large");
+        exchange.refuse(413, "Payload Too Large");
       } else {
-        x.answerWith(() -> b.reject(413, "Payload Too Large"));
+        exchange.answerWith(() -> reject(413, "Payload Too Large"));
       }
-      return null;
+      return false;
     }
-    if (expectContinue) x.response().writeContinue();
+    if (expectContinue) exchange.response().writeContinue();
     if (async) {
-      b.buffer(length, limit);
+      buffer(length, limit);
     } else {
-      b.stream(cfg, limit);
+      stream(cfg, limit);
     }
-    return b;
+    return true;
   }
 
   /**
@@ -165,7 +163,7 @@ final class RequestBody {
           rejected = true;
           // claimed before the handler's reads fail, as above
           if (!exchange.answerWith(() -> reject(413, "Payload Too Large"))) {
-            ErrorAnswers.closeConnection(exchange);
+            exchange.closeConnection();
           }
           in.fail(new IOException("the request body is larger than :max-body-size ("
               + maxBody + " bytes)"));
@@ -202,7 +200,7 @@ final class RequestBody {
     rejected = true;
     if (exchange.h2) {
       // the stream alone is reset after the answer: nothing to drain
-      ErrorAnswers.closeWith(exchange, status, message);
+      exchange.closeWith(status, message);
       return;
     }
     long[] dropped = {0};
@@ -210,7 +208,7 @@ final class RequestBody {
       dropped[0] += chunk.length();
       if (dropped[0] > DRAIN_LIMIT) req.connection().close();
     });
-    ErrorAnswers.keepConnection(exchange, status, message);
+    exchange.keepConnection(status, message);
   }
 
   /** True while the body is read before the (async) handler runs: not dispatched yet. */

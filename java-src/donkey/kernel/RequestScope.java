@@ -1,6 +1,5 @@
 package donkey.kernel;
 
-import java.lang.System.Logger.Level;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
@@ -22,7 +21,6 @@ import java.util.concurrent.RejectedExecutionException;
  * nothing costs nothing here.
  */
 public final class RequestScope {
-  private static final System.Logger LOG = System.getLogger("donkey");
 
   private RequestScope() {}
 
@@ -85,7 +83,7 @@ public final class RequestScope {
         failed = t;
       }
       Throwable f = failed;
-      e.onLoop(() -> resume(e, f == null ? then : null, f));
+      e.onLoop(() -> e.resume(f == null ? then : null, f));
     });
     return true;
   }
@@ -98,24 +96,6 @@ public final class RequestScope {
   public static boolean isOver() {
     Exchange e = running();
     return e != null && e.isOver();
-  }
-
-  /**
-   * Event loop: {@link #offload}'s {@code then}, as part of {@code e}'s handler (so this class
-   * works there, and what it throws is raised); when {@code blocking} threw ({@code failed}),
-   * {@code then} is skipped and the throwable raised.
-   */
-  private static void resume(Exchange e, Runnable then, Throwable failed) {
-    ServerVerticle loop = e.loop();
-    loop.running(e);
-    try {
-      if (failed != null) throw failed;
-      then.run();
-    } catch (Throwable t) {
-      e.raise(t);
-    } finally {
-      loop.running(null);
-    }
   }
 
   /**

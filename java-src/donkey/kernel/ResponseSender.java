@@ -1,5 +1,6 @@
 package donkey.kernel;
 
+import clojure.lang.AFn;
 import clojure.lang.IPersistentMap;
 import donkey.kernel.compression.ResponseCompression;
 import donkey.ring.Framing;
@@ -12,28 +13,131 @@ import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.HttpVersion;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
- * Sends a handler's response: picks the thread for its body kind, then one call per kind
- * ({@link ResponseWriter}). A fixed body the event loop answered is ended there at once; one a
- * pool worker answered is prepared on the worker and ended by the loop's {@link Outbox} in a
- * batch; other fixed bodies and files are written from the thread that has them (Vert.x queues
- * writes from other threads and drains them on the loop in batches with one flush); streamed
- * bodies from a pool worker, which waits while the client does not read; channel bodies are
- * opened on the loop; a WebSocket listener's handshake is answered on the loop
- * ({@link WebSocketUpgrade}).
+ * The response-writing part of an {@link Exchange}: sends a handler's response, picking the
+ * thread for its body kind, then one call per kind ({@link ResponseWriter}). A fixed body the
+ * event loop answered is ended there at once; one a pool worker answered is prepared on the
+ * worker and ended by the loop's {@link Outbox} in a batch; other fixed bodies and files are
+ * written from the thread that has them (Vert.x queues writes from other threads and drains
+ * them on the loop in batches with one flush); streamed bodies from a pool worker, which waits
+ * while the client does not read; channel bodies are opened on the loop; a WebSocket
+ * listener's handshake is answered on the loop ({@link WebSocketUpgrade}).
  *
- * <p>Threading: as each method says. Stateless: what a response needs between threads lives in
- * its {@link Exchange}.
+ * <p>An exchange is one object; its parts are layered classes, each in its own file, so each
+ * concern reads on its own while every transition stays a method of the one owner: this class
+ * holds what identifies the request and what a worker prepared for the loop,
+ * {@link ErrorAnswers} the kernel's own answers, {@link Admission} the way to the handler, and
+ * {@link Exchange} the answered-once state and the transitions that claim it. Nothing here
+ * claims: these methods write an answer the exchange has claimed already.
+ *
+ * <p>Threading: as each method says. The final fields are set at construction, on the event
+ * loop, and published with the exchange.
  */
-final class ResponseSender {
+abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse {
   private static final System.Logger LOG = System.getLogger("donkey");
 
-  private ResponseSender() {}
+  /** The event loop (verticle) the request arrived on. */
+  final ServerVerticle loop;
+  final HttpServerRequest req;
+  final HttpServerResponse resp;
+  /** The connection's state (loop-confined); null for a connection the guard does not track. */
+  final ConnectionGuard.State connection;
+  /**
+   * True for a request on an HTTP/2 stream: what would end an HTTP/1.x connection (an answer
+   * to bad input, an abort) ends the stream instead, which the connection's other streams do
+   * not notice.
+   */
+  final boolean h2;
+  /** The body a worker prepared for {@link #endPrepared} (null for an empty body). */
+  private Buffer prepared;
+  /** The status a worker prepared for {@link #endPrepared}. */
+  private int preparedStatus;
+  /** A file body a worker opened for {@link #endPrepared} (its head set), else null. */
+  private java.io.File preparedFile;
+  private java.nio.channels.FileChannel preparedChannel;
+  private int preparedFraming;
+
+  ResponseSender(ServerVerticle loop, HttpServerRequest req, ConnectionGuard.State connection) {
+    this.loop = loop;
+    this.req = req;
+    this.resp = req.response();
+    this.connection = connection;
+    this.h2 = req.version() == HttpVersion.HTTP_2;
+  }
+
+  /** Any thread, once claimed: answers with {@code t} ({@link ErrorAnswers#fail}). */
+  abstract void fail(Throwable t);
+
+  /** Event loop, once claimed: answers, then closes ({@link ErrorAnswers#closeWith}). */
+  abstract void closeWith(int status, String message);
+
+  /** Any thread: stops the request at once ({@link ErrorAnswers#abort}). */
+  abstract void abort();
+
+  /** Has the response's end do the exchange's bookkeeping ({@link Exchange#watchEnd}). */
+  abstract void watchEnd();
+
+  /** Event loop, right after it ended the response ({@link Exchange#endedOnLoop}). */
+  abstract void endedOnLoop();
+
+  /**
+   * This exchange, as the classes that hold one take it (the connection's state, the outbox,
+   * Vert.x's handlers): the layers are one object, of which {@link Exchange} is the class.
+   */
+  abstract Exchange self();
+
+  /** True when this request's handler is an async (non-blocking) one. */
+  abstract boolean async();
+
+  /** True unless the matched route turned response compression off. */
+  abstract boolean compresses();
+
+  ServerVerticle loop() {
+    return loop;
+  }
+
+  HttpServerRequest request() {
+    return req;
+  }
+
+  HttpServerResponse response() {
+    return resp;
+  }
+
+  /** The connection this request came on. */
+  io.vertx.core.http.HttpConnection connection() {
+    return req.connection();
+  }
+
+  /**
+   * Runs {@code r} on this request's event loop: now when already there, else as a task. When
+   * the loop has already shut down (a handler finishing after {@code stop} gave up on it), the
+   * connection is gone and there is nothing left to write: the task is dropped and logged.
+   */
+  final void onLoop(Runnable r) {
+    // Not Vertx.currentContext(): Vert.x 5 runs request handlers on a duplicate of the loop's
+    // context, so comparing contexts would always hop, and a hop costs a flush per response.
+    if (Thread.currentThread() == loop.thread) {
+      r.run();
+      return;
+    }
+    try {
+      loop.eventLoop.runOnContext(v -> r.run());
+    } catch (RejectedExecutionException e) {
+      LOG.log(Level.DEBUG, "server stopped before the response to {0} could be written", where());
+    }
+  }
+
+  /** {@code GET /path}, for log lines. */
+  final String where() {
+    return req.method().name() + " " + req.path();
+  }
 
   /**
    * Any thread: sends {@code response} from the right thread for its body.
@@ -44,14 +148,13 @@ final class ResponseSender {
    * again inside each larger unit that reaches C2 before it while the JIT warms up.
    * donkey.jit-shape-test guards it.
    */
-  static void send(Exchange x, Object response) {
-    ServerVerticle loop = x.loop();
-    ResponseMap.Kind kind;
+  final void send(Object response) {
+        ResponseMap.Kind kind;
     try {
       kind = ResponseMap.classify(response, loop.config.streamablePred);
     } catch (Throwable t) {
       ResponseMap.discard(response);
-      ErrorAnswers.fail(x, t);
+      fail(t);
       return;
     }
     IPersistentMap r = (IPersistentMap) response;
@@ -61,13 +164,13 @@ final class ResponseSender {
       // loop, nor by the thread that called respond (an application's callback or go-block
       // pool, which a client that stops reading must not hold)
       if (loop.workers.isWorkerThread()) {
-        stream(x, r);
+        stream(r);
       } else {
         try {
-          loop.workers.execute(() -> stream(x, r));
+          loop.workers.execute(() -> stream(r));
         } catch (RejectedExecutionException e) {
           ResponseMap.discard(r);
-          x.onLoop(() -> ErrorAnswers.closeWith(x, 503, "Service Unavailable"));
+          onLoop(() -> closeWith(503, "Service Unavailable"));
         }
       }
       return;
@@ -75,52 +178,51 @@ final class ResponseSender {
     if (kind == ResponseMap.Kind.FIXED && onLoop) {
       // the loop's own fixed answer (a non-blocking handler's, the common one): written here,
       // with no end handler
-      if (closed(x)) return;
+      if (closed()) return;
       try {
-        endFixed(x, r);
-        x.endedOnLoop();
+        endFixed(r);
+        endedOnLoop();
       } catch (Throwable t) {
-        ErrorAnswers.fail(x, t);
+        fail(t);
       }
       return;
     }
     if (kind == ResponseMap.Kind.FIXED && loop.workers.isWorkerThread()) {
-      prepare(x, r);
+      prepare(r);
       return;
     }
     if (kind == ResponseMap.Kind.WEBSOCKET) {
-      WebSocketUpgrade.later(x, r);
+      new WebSocketUpgrade(self(), r).later();
       return;
     }
     if (kind == ResponseMap.Kind.CHANNEL && !onLoop) {
       // a channel body is opened on the loop: sent again from there
-      x.onLoop(() -> send(x, r));
+      onLoop(() -> send(r));
       return;
     }
     // a fixed body from another thread, a file, or a channel body on the loop: written from
     // this thread, with Vert.x's end handler doing the end's bookkeeping
-    if (closed(x)) return;
+    if (closed()) return;
     try {
-      x.watchEnd();
+      watchEnd();
       if (kind == ResponseMap.Kind.FIXED) {
-        endFixed(x, r);
+        endFixed(r);
         return;
       }
-      HttpServerResponse resp = x.response();
-      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, x);
-      markCompression(x, resp.getStatusCode());
-      int framing = framing(x, resp.getStatusCode());
+            ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, this);
+      markCompression(resp.getStatusCode());
+      int framing = framing(resp.getStatusCode());
       Object b = r.valAt(ResponseMap.BODY);
       if (kind == ResponseMap.Kind.FILE) {
-        file(x, resp, (java.io.File) b, framing, onLoop);
+        file(resp, (java.io.File) b, framing, onLoop);
       } else {
-        boolean http10 = http10(x);
-        if (framing == Framing.BODY && http10) closing(x); // delimited by the close
-        ResponseChannel.open(resp, (StreamingBody) b, framing, http10, () -> closeGracefully(x),
-            () -> ErrorAnswers.abort(x));
+        boolean http10 = http10();
+        if (framing == Framing.BODY && http10) closing(); // delimited by the close
+        ResponseChannel.open(resp, (StreamingBody) b, framing, http10, () -> closeGracefully(),
+            () -> abort());
       }
     } catch (Throwable t) {
-      ErrorAnswers.fail(x, t);
+      fail(t);
     }
   }
 
@@ -129,30 +231,30 @@ final class ResponseSender {
    * hands the open file back with its other finished responses ({@link Outbox}), another
    * thread in a task of its own: Vert.x's writes from another thread would each be a task.
    */
-  private static void file(Exchange x, HttpServerResponse resp, java.io.File f, int framing,
-                           boolean onLoop) {
+  private void file(HttpServerResponse resp, java.io.File f, int framing, boolean onLoop) {
     java.nio.channels.FileChannel ch = ResponseWriter.openFile(f, framing);
     if (onLoop) {
       ResponseWriter.sendOpened(resp, f, ch, framing);
-    } else if (x.loop().workers.isWorkerThread()) {
-      x.preparedFile(f, ch, framing);
-      x.loop().outbox.add(x);
+    } else if (loop.workers.isWorkerThread()) {
+      preparedFile = f;
+      preparedChannel = ch;
+      preparedFraming = framing;
+      loop.outbox.add(self());
     } else {
-      x.onLoop(() -> sendPreparedFile(x, f, ch, framing));
+      onLoop(() -> sendPreparedFile(f, ch, framing));
     }
   }
 
   /** Event loop: sends the file {@link #file} opened, or closes it when the client has gone. */
-  static void sendPreparedFile(Exchange x, java.io.File f, java.nio.channels.FileChannel ch,
-                               int framing) {
-    if (closed(x)) {
+  private void sendPreparedFile(java.io.File f, java.nio.channels.FileChannel ch, int framing) {
+    if (closed()) {
       ResponseWriter.closeQuietly(ch);
       return;
     }
     try {
-      ResponseWriter.sendOpened(x.response(), f, ch, framing);
+      ResponseWriter.sendOpened(resp, f, ch, framing);
     } catch (Throwable t) {
-      ErrorAnswers.fail(x, t);
+      fail(t);
     }
   }
 
@@ -162,12 +264,11 @@ final class ResponseSender {
    *
    * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
    */
-  static void endFixed(Exchange x, IPersistentMap r) {
-    HttpServerResponse resp = x.response();
-    int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
-    Buffer b = ResponseWriter.writeFixed(resp, r, x.loop().answers.date(), x.loop().serverHeader,
-        framing(x, status), x);
-    markCompression(x, status);
+  final void endFixed(IPersistentMap r) {
+        int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
+    Buffer b = ResponseWriter.writeFixed(resp, r, loop.answers.date(), loop.serverHeader,
+        framing(status), this);
+    markCompression(status);
     ResponseWriter.status(resp, status);
     if (b == null) {
       resp.end();
@@ -177,58 +278,51 @@ final class ResponseSender {
   }
 
   /**
-   * Event loop: answers a failed request with what the route table's {@code :error-handler}
-   * ({@code (fn [request throwable])}) returns, when there is one and it returns a fixed
-   * response; false (nothing sent) otherwise, for the caller's plain 500. Headers are already
-   * cleared.
-   */
-  static boolean sendError(Exchange x, clojure.lang.IFn onError, IPersistentMap request,
-                           Throwable t) {
-    if (onError == null || request == null) return false;
-    try {
-      Object r = onError.invoke(request, t);
-      if (ResponseMap.classify(r, null) == ResponseMap.Kind.FIXED) {
-        endFixed(x, (IPersistentMap) r);
-        return true;
-      }
-      LOG.log(Level.ERROR, "the :error-handler for " + x.where()
-          + " returned a response whose body is not a String, byte[] or nil; sending 500");
-    } catch (Throwable e) {
-      LOG.log(Level.ERROR, "the :error-handler failed for " + x.where(), e);
-    }
-    return false;
-  }
-
-  /**
    * Worker thread: sets the headers and serializes the body of a fixed response here, then
    * hands it to the loop's {@link Outbox}, which sets its status and ends it in a batch with
    * others ({@link #endPrepared}).
    */
-  private static void prepare(Exchange x, IPersistentMap r) {
+  private void prepare(IPersistentMap r) {
     // Nothing here takes the connection's lock (closed(), setStatusCode): a worker holding
     // it would contend with the loop, and a contended lock is inflated and slower for the
     // loop ever after. A closed connection is seen by endPrepared.
     try {
       int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
-      x.prepared(ResponseWriter.writeFixed(x.response(), r, x.loop().answers.date(),
-          x.loop().serverHeader, framing(x, status), x), status);
-      markCompression(x, status);
+      prepared = ResponseWriter.writeFixed(resp, r, loop.answers.date(), loop.serverHeader,
+          framing(status), this);
+      preparedStatus = status;
+      markCompression(status);
     } catch (Throwable t) {
-      ErrorAnswers.fail(x, t);
+      fail(t);
       return;
     }
-    x.loop().outbox.add(x);
+    loop.outbox.add(self());
   }
 
-  /** Event loop (an {@link Outbox} drain): ends the response {@link #prepare} made. */
-  static void endPrepared(Exchange x, Buffer body, int status) {
-    if (closed(x)) return;
+  /** Event loop (an {@link Outbox} drain): ends the response a worker prepared. */
+  final void endPrepared() {
+    java.io.File f = preparedFile;
+    if (f != null) {
+      java.nio.channels.FileChannel ch = preparedChannel;
+      preparedFile = null;
+      preparedChannel = null;
+      sendPreparedFile(f, ch, preparedFraming);
+      return;
+    }
+    Buffer b = prepared;
+    prepared = null;
+    endPrepared(b, preparedStatus);
+  }
+
+  /** Event loop: ends the response {@link #prepare} made. */
+  private void endPrepared(Buffer body, int status) {
+    if (closed()) return;
     try {
-      ResponseWriter.status(x.response(), status);
-      ResponseWriter.end(x.response(), body);
-      x.endedOnLoop();
+      ResponseWriter.status(resp, status);
+      ResponseWriter.end(resp, body);
+      endedOnLoop();
     } catch (Throwable t) {
-      ErrorAnswers.fail(x, t);
+      fail(t);
     }
   }
 
@@ -237,37 +331,35 @@ final class ResponseSender {
    * are the kernel's to decide ({@link ResponseOutputStream}): an invalid Content-Length gets
    * a 500 before anything is sent.
    */
-  private static void stream(Exchange x, IPersistentMap r) {
-    HttpServerResponse resp = x.response();
-    if (resp.closed()) {
+  private void stream(IPersistentMap r) {
+        if (resp.closed()) {
       ResponseMap.discard(r);
       return;
     }
-    ServerVerticle loop = x.loop();
-    ResponseOutputStream os = null;
+        ResponseOutputStream os = null;
     try {
-      x.watchEnd();
-      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, x);
-      markCompression(x, resp.getStatusCode());
+      watchEnd();
+      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, this);
+      markCompression(resp.getStatusCode());
       MultiMap h = resp.headers();
       long declared = Framing.declared(h);
       h.remove(HttpHeaders.CONTENT_LENGTH);
       h.remove(HttpHeaders.TRANSFER_ENCODING);
-      os = new ResponseOutputStream(resp, framing(x, resp.getStatusCode()), declared, http10(x),
-          () -> closing(x), () -> closeGracefully(x), x.where(), loop.config.outputBufferSize);
+      os = new ResponseOutputStream(resp, framing(resp.getStatusCode()), declared, http10(),
+          () -> closing(), () -> closeGracefully(), where(), loop.config.outputBufferSize);
       // an async handler's StreamableResponseBody may hand the stream on and return: the
       // response then ends when the stream is closed (Ring's async contract)
-      ResponseWriter.stream(resp, r, os, loop.config.streamableWriter, x.async());
+      ResponseWriter.stream(resp, r, os, loop.config.streamableWriter, async());
     } catch (Throwable t) {
       ResponseMap.discard(r);
       if (os != null && os.committed()) {
         if (!resp.closed()) {
-          LOG.log(Level.ERROR, "response body of " + x.where() + " failed after the head was"
+          LOG.log(Level.ERROR, "response body of " + where() + " failed after the head was"
               + " sent; closing the connection", t);
         }
-        ErrorAnswers.abort(x);
+        abort();
       } else {
-        ErrorAnswers.fail(x, t);
+        fail(t);
       }
     }
   }
@@ -276,44 +368,44 @@ final class ResponseSender {
    * The thread writing the head, once its headers are set: whether Vert.x may compress the
    * response ({@link ResponseCompression#mark}); nothing with {@code :compression?} off.
    */
-  private static void markCompression(Exchange x, int status) {
-    ResponseCompression c = x.loop().compression;
+  private void markCompression(int status) {
+    ResponseCompression c = loop.compression;
     if (c != null) {
-      c.mark(x.response().headers(), status, x.request().method() == HttpMethod.HEAD,
-          x.compresses());
+      c.mark(resp.headers(), status, req.method() == HttpMethod.HEAD,
+          compresses());
     }
   }
 
   /** How a response with {@code status} to this request is framed ({@link Framing#of}). */
-  private static int framing(Exchange x, int status) {
-    return Framing.of(status, x.request().method() == HttpMethod.HEAD);
+  private int framing(int status) {
+    return Framing.of(status, req.method() == HttpMethod.HEAD);
   }
 
   /** True for an HTTP/1.0 request: a body of unknown length is delimited by the close. */
-  private static boolean http10(Exchange x) {
-    return x.request().version() == HttpVersion.HTTP_1_0;
+  private boolean http10() {
+    return req.version() == HttpVersion.HTTP_1_0;
   }
 
   /**
    * Any thread: the connection closes after this response, so requests read behind it are not
    * served (a task on the loop, queued before the response's end is).
    */
-  private static void closing(Exchange x) {
-    ConnectionGuard.State c = x.connection;
-    if (c != null && !x.h2) x.onLoop(c::closeAfterAnswer);
+  private void closing() {
+    ConnectionGuard.State c = connection;
+    if (c != null && !h2) onLoop(c::closeAfterAnswer);
   }
 
   /**
    * Any thread: closes the connection once what was written has gone out; on HTTP/2, where a
    * response ends at its stream's end, one that needs this was cut short: its stream is reset.
    */
-  private static void closeGracefully(Exchange x) {
-    if (x.h2) {
-      ErrorAnswers.abort(x);
+  private void closeGracefully() {
+    if (h2) {
+      abort();
       return;
     }
-    closing(x);
-    x.request().connection().close();
+    closing();
+    req.connection().close();
   }
 
   /**
@@ -324,9 +416,9 @@ final class ResponseSender {
    * a response written in between is dropped by Vert.x (its write fails on the closed channel),
    * as it would be had the close come just after the check.
    */
-  private static boolean closed(Exchange x) {
-    ConnectionGuard.State c = x.connection;
-    return c != null && Thread.currentThread() == x.loop().thread ? c.closed
-        : x.response().closed();
+  private boolean closed() {
+    ConnectionGuard.State c = connection;
+    return c != null && Thread.currentThread() == loop.thread ? c.closed
+        : resp.closed();
   }
 }

@@ -305,7 +305,7 @@ final class ServerVerticle extends VerticleBase {
       }
       return;
     }
-    Admission.start(new Exchange(this, r, s));
+    new Exchange(this, r, s).admit();
   }
 
   /**

@@ -59,26 +59,34 @@ import java.util.concurrent.RejectedExecutionException;
  * 403 (a handshake without one, which is not a browser's, is accepted). The connection stays
  * open after these answers.
  *
- * <p>Threading: {@link #later} from any thread; the rest on the connection's event loop.
+ * <p>Threading: {@link #later} from any thread; the rest on the connection's event loop. Made
+ * once per upgrade, which is rare beside requests.
  */
 final class WebSocketUpgrade {
   private static final System.Logger LOG = System.getLogger("donkey");
   private static final Keyword PROTOCOL = Keyword.intern("ring.websocket", "protocol");
 
-  private WebSocketUpgrade() {}
+  private final Exchange x;
+  private final IPersistentMap response;
+
+  /** The upgrade of {@code x} (already answered) for its handler's {@code response}. */
+  WebSocketUpgrade(Exchange x, IPersistentMap response) {
+    this.x = x;
+    this.response = response;
+  }
 
   /**
-   * Any thread: upgrades {@code x} (already answered) to a WebSocket for {@code response}, in a
-   * task of its own on the event loop: never inside the read that delivered the request, whose
-   * HTTP decoder the handshake replaces.
+   * Any thread: upgrades the request to a WebSocket, in a task of its own on the event loop:
+   * never inside the read that delivered the request, whose HTTP decoder the handshake
+   * replaces.
    */
-  static void later(Exchange x, IPersistentMap response) {
+  void later() {
     try {
       x.loop().later(() -> {
         try {
-          upgrade(x, response);
+          upgrade();
         } catch (Throwable t) {
-          ErrorAnswers.fail(x, t);
+          x.fail(t);
         }
       });
     } catch (RejectedExecutionException e) {
@@ -87,41 +95,42 @@ final class WebSocketUpgrade {
   }
 
   /** Event loop: checks the handshake, then answers it. */
-  private static void upgrade(Exchange x, IPersistentMap r) {
+  private void upgrade() {
+    IPersistentMap r = response;
     if (x.gone()) return;
     ServerVerticle loop = x.loop();
     ServerConfig cfg = loop.config;
     HttpServerRequest req = x.request();
     MultiMap h = req.headers();
     if (!lists(h.getAll("upgrade"), "websocket")) {
-      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket listener answers WebSocket "
+      x.keepConnection(400, "Bad Request: a WebSocket listener answers WebSocket "
           + "upgrade requests only");
       return;
     }
     if (req.method() != HttpMethod.GET || req.version() != HttpVersion.HTTP_1_1
         || !lists(h.getAll("connection"), "upgrade")) {
-      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket handshake is an HTTP/1.1 GET "
+      x.keepConnection(400, "Bad Request: a WebSocket handshake is an HTTP/1.1 GET "
           + "with Connection: upgrade");
       return;
     }
     if (x.body() != null) {
-      ErrorAnswers.keepConnection(x, 400, "Bad Request: a WebSocket handshake has no body");
+      x.keepConnection(400, "Bad Request: a WebSocket handshake has no body");
       return;
     }
     String version = h.get("sec-websocket-version");
     if (version == null || !version.trim().equals("13")) {
-      ErrorAnswers.keepConnection(x, 426, "Upgrade Required: Sec-WebSocket-Version 13",
+      x.keepConnection(426, "Upgrade Required: Sec-WebSocket-Version 13",
           "sec-websocket-version", "13");
       return;
     }
     if (!validKey(h.get("sec-websocket-key"))) {
-      ErrorAnswers.keepConnection(x, 400, "Bad Request: invalid Sec-WebSocket-Key");
+      x.keepConnection(400, "Bad Request: invalid Sec-WebSocket-Key");
       return;
     }
     String origin = h.get("origin");
     if (loop.wsOrigins != null && origin != null
         && !loop.wsOrigins.contains(origin.trim().toLowerCase(Locale.ROOT))) {
-      ErrorAnswers.keepConnection(x, 403,
+      x.keepConnection(403,
           "Forbidden: WebSocket connections from this origin are not allowed");
       return;
     }
@@ -163,7 +172,7 @@ final class WebSocketUpgrade {
       // replaces the HTTP decoder at once and the encoder once the 101 is written
       handshaker.handshake(ch, full, extra, shaken);
     } catch (WebSocketHandshakeException e) {
-      ErrorAnswers.keepConnection(x, 400, "Bad Request: " + e.getMessage());
+      x.keepConnection(400, "Bad Request: " + e.getMessage());
       return;
     }
     // nothing is read until the 101 is out and on-open has run
@@ -243,14 +252,17 @@ final class WebSocketUpgrade {
   }
 
   /**
-   * Event loop, while Vert.x delivers {@code x}, which asks for a WebSocket and has no body:
+   * Event loop, while Vert.x delivers {@code req}, which asks for a WebSocket and has no body:
    * the bytes behind it are kept from the HTTP decoder ({@link InputHold}), for the WebSocket if
    * its handler answers with a listener, else for the next request once this one is over.
+   *
+   * @return what gives the held bytes back to HTTP, to run once the request is over; null when
+   *     nothing is held
    */
-  static void holdInput(Exchange x) {
-    HttpConnection c = x.connection();
-    if (x.request().method() != HttpMethod.GET || !VertxInternals.holdInput(c)) return;
-    Http1ServerConfig http1 = x.loop().http1;
-    x.atEnd(() -> VertxInternals.resumeHttp(c, http1));
+  static Runnable holdInput(HttpServerRequest req, ServerVerticle loop) {
+    HttpConnection c = req.connection();
+    if (req.method() != HttpMethod.GET || !VertxInternals.holdInput(c)) return null;
+    Http1ServerConfig http1 = loop.http1;
+    return () -> VertxInternals.resumeHttp(c, http1);
   }
 }

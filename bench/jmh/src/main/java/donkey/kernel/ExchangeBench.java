@@ -29,7 +29,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The kernel's own per-request path on the event loop, socket excepted, as the server runs it
  * for the bench's non-blocking plaintext and JSON routes: what {@code ServerVerticle}
- * does with a request head ({@link Admission#start}: the framing look-ups, the route table,
+ * does with a request head ({@link Admission#admit}: the framing look-ups, the route table,
  * the Ring request map, the 3-arity handler and its {@code respond}, the response written, the
  * connection's bookkeeping), against {@code exchange_raw} and {@code exchange_rawJson}, what
  * {@code RawVertx} does with the same request. The JSON route is the bench app's: a new
@@ -116,7 +116,7 @@ public class ExchangeBench {
   /** As ServerVerticle.request does with a request head on a keep-alive connection. */
   private void exchange(FakeRequest r) {
     connection.started++;
-    Admission.start(new Exchange(loop, r, connection));
+    new Exchange(loop, r, connection).admit();
   }
 
   @Benchmark
