@@ -67,4 +67,13 @@
                       :source-paths ["bench/src"]
                       :java-source-paths ["bench/java"]
                       :target-path "target/bench"}]
+             ;; bench/tfb/serve.sh and its tests: TechEmpower's app on PostgreSQL (JDBC with
+             ;; HikariCP, Caffeine), all from Maven Central. Never part of the pom or the jar.
+             :tfb ^{:pom-scope nil} [:debian
+                   {:dependencies [[org.postgresql/postgresql "42.7.14"]
+                                   [com.zaxxer/HikariCP "7.1.0"]
+                                   [com.github.ben-manes.caffeine/caffeine "3.3.1"]
+                                   ;; HikariCP logs through SLF4J: quiet without a logger
+                                   [org.slf4j/slf4j-nop "2.0.17"]]
+                    :source-paths ["bench/tfb/src"]}]
              :uberjar {:aot :all :jvm-opts ["-Dclojure.compiler.direct-linking=true"]}})
