@@ -31,7 +31,7 @@ bench: deps
 	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; \
 	  SKIP_BUILD=1 bash bench/protocols.sh || rc=1; SKIP_BUILD=1 bash bench/compression.sh || rc=1; \
 	  SKIP_BUILD=1 bash bench/files.sh || rc=1; SKIP_BUILD=1 bash bench/metrics.sh || rc=1; \
-	  SKIP_BUILD=1 bash bench/websocket.sh || rc=1; \
+	  SKIP_BUILD=1 bash bench/websocket.sh || rc=1; bash bench/tfb/bench.sh || rc=1; \
 	  exit $$rc
 
 # Soak (bench/soak.sh): SOAK_SECONDS (300) at SOAK_RATE (1000) req/s on 500 keep-alive
