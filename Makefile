@@ -23,7 +23,8 @@ run: deps
 # 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server; between
 # them, gzip-compressed JSON (bench/compression.sh) against raw Vert.x's compression, static
 # files (bench/files.sh) against raw Vert.x's sendFile and the cost of :metrics
-# (bench/metrics.sh: metrics on against off). About three
+# (bench/metrics.sh: metrics on against off); last, TechEmpower's database tests on PostgreSQL
+# (bench/tfb/bench.sh) against raw Vert.x's reactive client and ring-jetty. About four
 # hours; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 SHAPE_MAX=4 HS_WARMUP=3
 # LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke run. Fails when any request or
 # message failed.

@@ -73,8 +73,8 @@ abstract class Admission extends ErrorAnswers {
   abstract void atEnd(Runnable action);
 
   /**
-   * Event loop: checks the head ({@link HeadCheck}), routes, reads the body when
-   * there is one, then dispatches.
+   * Event loop: checks the head ({@link HeadCheck}), routes, reads the body when there is one,
+   * then dispatches.
    *
    * <p>One method, not a chain of small ones, on purpose: at its size C2 will not inline it
    * into the Vert.x and Netty frames that call it, so the request path below it is compiled
@@ -173,11 +173,10 @@ abstract class Admission extends ErrorAnswers {
   }
 
   /**
-   * Event loop: picks the handler. With a route table, a request no route takes is
-   * answered here (404, 405 with Allow, 406, 415, 400 for a bad path parameter) before its
-   * body is read.
+   * Event loop: picks the handler. With a route table, a request no route takes is answered
+   * here (404, 405 with Allow, 406, 415, 400 for a bad path parameter) before its body is read.
    *
-   * @param h the scanned headers, null unless the routes negotiate media types (see start)
+   * @param h the scanned headers, null unless the routes negotiate media types (see admit)
    * @return false when the request has been answered
    */
   private boolean route(ServerConfig cfg, RequestMap.Head h, boolean hasBody) {

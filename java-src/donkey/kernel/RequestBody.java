@@ -40,6 +40,11 @@ final class RequestBody {
   /** When the sweep first saw the body being read (loop-confined), or UNSTAMPED. */
   private long since = ConnectionGuard.UNSTAMPED;
 
+  /**
+   * The body of {@code exchange}'s request {@code req}, in the {@link RequestDecoding}
+   * {@code coding}, which is undone before the handler reads it; nothing is read before
+   * {@link #read}.
+   */
   RequestBody(Admission exchange, HttpServerRequest req, int coding) {
     this.exchange = exchange;
     this.req = req;
