@@ -6,7 +6,8 @@
 #
 #   bash bench/tfb/pg.sh start    installs Debian's postgresql when missing, creates the cluster
 #                                 on first use, starts it; nothing when the database already
-#                                 answers on the port
+#                                 answers on the port; when a running cluster of Debian's holds
+#                                 the port (the package's own, started), adds the database to it
 #   bash bench/tfb/pg.sh stop     stops the cluster this script started (not another server)
 #   bash bench/tfb/pg.sh status   exit 0 when hello_world answers on the port
 #   bash bench/tfb/pg.sh psql     psql as benchmarkdbuser on hello_world (extra arguments to psql)
@@ -98,12 +99,52 @@ EOF
     <"$(dirname "$0")/schema.sql"
 }
 
+# adopt: the port is a running cluster of Debian's (postgresql-common) without the database,
+# as where the package's own cluster was started: the database, its owner, its tables and
+# pg_stat_statements are added to it, the cluster restarted once if that module was not
+# loaded. Needs root (the cluster's local superuser is the postgres account).
+adopt() {
+  command -v pg_lsclusters >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] || return 1
+  local ver name
+  read -r ver name < <(pg_lsclusters -h 2>/dev/null | awk -v p="$PORT" '$3 == p && $4 == "online" { print $1, $2; exit }') || true
+  [ -n "${ver:-}" ] || return 1
+  local bin=/usr/lib/postgresql/$ver/bin
+  su_psql() { as_owner "$bin/psql" -h /var/run/postgresql -p "$PORT" -U postgres -v ON_ERROR_STOP=1 -Atq "$@"; }
+  log "adding $DB to the running cluster $ver/$name on port $PORT"
+  if [ -z "$(su_psql -d postgres -c "SELECT 1 FROM pg_roles WHERE rolname = '$USER_NAME'")" ]; then
+    su_psql -d postgres -c "CREATE ROLE $USER_NAME LOGIN PASSWORD '$PASSWORD'"
+  fi
+  if [ -z "$(su_psql -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ]; then
+    su_psql -d postgres -c "CREATE DATABASE $DB OWNER $USER_NAME ENCODING 'UTF8' TEMPLATE template0"
+  fi
+  su_psql -d "$DB" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+    -c "GRANT pg_read_all_stats TO $USER_NAME" \
+    -c "GRANT EXECUTE ON FUNCTION pg_stat_statements_reset TO $USER_NAME"
+  if [ -z "$(su_psql -d "$DB" -c "SELECT 1 FROM pg_tables WHERE tablename = 'world'")" ]; then
+    as_owner "$bin/psql" -h /var/run/postgresql -p "$PORT" -U postgres -d "$DB" -v ON_ERROR_STOP=1 -q \
+      -c "SET ROLE $USER_NAME" -f - <"$(dirname "$0")/schema.sql"
+  fi
+  local preload
+  preload="$(su_psql -d postgres -c "SHOW shared_preload_libraries")"
+  if [[ ",${preload// /}," != *,pg_stat_statements,* ]]; then
+    log "loading pg_stat_statements in $ver/$name (a restart of that cluster)"
+    su_psql -d postgres -c "ALTER SYSTEM SET shared_preload_libraries = '${preload:+$preload,}pg_stat_statements'"
+    pg_ctlcluster "$ver" "$name" restart
+  fi
+}
+
 start() {
   if answers; then
     log "$DB already answers on 127.0.0.1:$PORT"
     return 0
   fi
-  port_taken && die "127.0.0.1:$PORT is taken by something that is not $DB (set TFB_DB_PORT)"
+  if port_taken; then
+    if adopt && answers; then
+      log "$DB answers on 127.0.0.1:$PORT"
+      return 0
+    fi
+    die "127.0.0.1:$PORT is taken by something that is not $DB and is not a local cluster to add it to (set TFB_DB_PORT)"
+  fi
   install_postgres
   local bin fresh=false
   bin="$(bin_dir)"

@@ -33,19 +33,29 @@
   []
   {"TFB_DB_PORT" (str db-port) "TFB_PG_DIR" pg-dir})
 
-(defn- process
-  "Starts `args` with the scripts' environment, output and errors merged."
-  ^Process [& args]
+(defn- process-in
+  "Starts `args` with the environment `e` added, output and errors merged."
+  ^Process [e args]
   (let [pb (ProcessBuilder. ^java.util.List (vec args))]
-    (.putAll (.environment pb) (env))
+    (.putAll (.environment pb) e)
     (-> pb (.redirectErrorStream true) (.start))))
 
-(defn- sh
-  "Runs `args` to its end: {:exit code :out output}."
-  [& args]
-  (let [^Process p (apply process args)
+(defn- process
+  "Starts `args` with the scripts' environment."
+  ^Process [& args]
+  (process-in (env) args))
+
+(defn- sh-in
+  "Runs `args` to its end with the environment `e` added: {:exit code :out output}."
+  [e & args]
+  (let [^Process p (process-in e args)
         out (slurp (.getInputStream p))]
     {:exit (.waitFor p) :out out}))
+
+(defn- sh
+  "Runs `args` to its end with the scripts' environment: {:exit code :out output}."
+  [& args]
+  (apply sh-in (env) args))
 
 (defn- psql
   "The rows `sql` gives as benchmarkdbuser on hello_world, unaligned, one line each."
@@ -226,3 +236,25 @@
 (deftest virtual-threads-mode (check-mode "vt"))
 
 (deftest non-blocking-mode (check-mode "nb"))
+
+(deftest a-running-debian-cluster-on-the-port-gets-the-database
+  ;; where Debian's package started its own cluster on the port (5432 by default), the
+  ;; database, its tables and pg_stat_statements are added to that cluster instead of the
+  ;; script refusing the port
+  (let [port (free-port)
+        e {"TFB_DB_PORT" (str port)}
+        ver (str/trim (:out (sh-in {} "bash" "-c" "ls /usr/lib/postgresql | sort -V | tail -n 1")))
+        cluster (str "donkeytfb" port)
+        created (sh-in {} "pg_createcluster" ver cluster "-p" (str port) "--start")]
+    (is (zero? (:exit created)) (:out created))
+    (try
+      (let [{:keys [exit out]} (sh-in e "bash" "bench/tfb/pg.sh" "start")]
+        (is (zero? exit) out)
+        (is (str/includes? out (str "adding hello_world to the running cluster " ver "/" cluster)) out)
+        (let [q (fn [sql] (str/trim (:out (sh-in e "bash" "bench/tfb/pg.sh" "psql" "-Atqc" sql))))]
+          (is (= "10000" (q "SELECT count(*) FROM world")))
+          (is (= "12" (q "SELECT count(*) FROM fortune")))
+          (is (= "t" (q "SELECT count(*) >= 0 FROM pg_stat_statements")))))
+      (is (str/includes? (:out (sh-in e "bash" "bench/tfb/pg.sh" "start")) "already answers"))
+      (finally
+        (sh-in {} "pg_dropcluster" ver cluster "--stop")))))
