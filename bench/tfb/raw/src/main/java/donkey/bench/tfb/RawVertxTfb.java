@@ -223,7 +223,8 @@ public final class RawVertxTfb extends VerticleBase {
         .setCachePreparedStatements(true)
         .setPipeliningLimit(100_000);
     Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(loops));
-    cache = Caffeine.newBuilder().maximumSize(20_000).build();
+    // upkeep on the reading thread, as the donkey app's cache does
+    cache = Caffeine.newBuilder().maximumSize(20_000).executor(Runnable::run).build();
     PgConnection.connect(vertx, db)
         .compose(c -> c.query("SELECT id, randomnumber FROM world").execute()
             .andThen(ar -> c.close()))
