@@ -83,34 +83,14 @@ jit = off
 EOF
 }
 
-load_data() {
-  local bin="$1"
-  log "creating $DB and its tables"
-  as_owner "$bin/psql" -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -q <<EOF
-CREATE ROLE $USER_NAME LOGIN PASSWORD '$PASSWORD';
-CREATE DATABASE $DB OWNER $USER_NAME ENCODING 'UTF8' TEMPLATE template0;
-EOF
-  as_owner "$bin/psql" -h "$DIR" -p "$PORT" -U postgres -d "$DB" -v ON_ERROR_STOP=1 -q \
-    -c "CREATE EXTENSION pg_stat_statements" \
-    -c "GRANT pg_read_all_stats TO $USER_NAME" \
-    -c "GRANT EXECUTE ON FUNCTION pg_stat_statements_reset TO $USER_NAME"
-  # (read by this shell: the owner may not see into the checkout)
-  as_owner "$bin/psql" -h "$DIR" -p "$PORT" -U "$USER_NAME" -d "$DB" -v ON_ERROR_STOP=1 -q \
-    <"$(dirname "$0")/schema.sql"
-}
+# su_psql ARGS...: psql as the cluster's superuser through its local socket (PG_BIN, PG_SOCK)
+su_psql() { as_owner "$PG_BIN/psql" -h "$PG_SOCK" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 -Atq "$@"; }
 
-# adopt: the port is a running cluster of Debian's (postgresql-common) without the database,
-# as where the package's own cluster was started: the database, its owner, its tables and
-# pg_stat_statements are added to it, the cluster restarted once if that module was not
-# loaded. Needs root (the cluster's local superuser is the postgres account).
-adopt() {
-  command -v pg_lsclusters >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] || return 1
-  local ver name
-  read -r ver name < <(pg_lsclusters -h 2>/dev/null | awk -v p="$PORT" '$3 == p && $4 == "online" { print $1, $2; exit }') || true
-  [ -n "${ver:-}" ] || return 1
-  local bin=/usr/lib/postgresql/$ver/bin
-  su_psql() { as_owner "$bin/psql" -h /var/run/postgresql -p "$PORT" -U postgres -v ON_ERROR_STOP=1 -Atq "$@"; }
-  log "adding $DB to the running cluster $ver/$name on port $PORT"
+# provision BIN SOCKET_DIR: the role, the database, pg_stat_statements and the tables, each
+# made unless it exists, through the cluster's local socket as its superuser
+provision() {
+  PG_BIN="$1" PG_SOCK="$2"
+  log "creating what is missing of $DB"
   if [ -z "$(su_psql -d postgres -c "SELECT 1 FROM pg_roles WHERE rolname = '$USER_NAME'")" ]; then
     su_psql -d postgres -c "CREATE ROLE $USER_NAME LOGIN PASSWORD '$PASSWORD'"
   fi
@@ -121,9 +101,23 @@ adopt() {
     -c "GRANT pg_read_all_stats TO $USER_NAME" \
     -c "GRANT EXECUTE ON FUNCTION pg_stat_statements_reset TO $USER_NAME"
   if [ -z "$(su_psql -d "$DB" -c "SELECT 1 FROM pg_tables WHERE tablename = 'world'")" ]; then
-    as_owner "$bin/psql" -h /var/run/postgresql -p "$PORT" -U postgres -d "$DB" -v ON_ERROR_STOP=1 -q \
-      -c "SET ROLE $USER_NAME" -f - <"$(dirname "$0")/schema.sql"
+    # (read by this shell: the owner may not see into the checkout)
+    su_psql -d "$DB" -c "SET ROLE $USER_NAME" -f - <"$(dirname "$0")/schema.sql"
   fi
+}
+
+# adopt: the port is a running cluster of Debian's (postgresql-common) without the database,
+# as where the package's own cluster was started: the database is provisioned in it, the
+# cluster restarted once if pg_stat_statements was not loaded. Needs root (the cluster's local
+# superuser is the postgres account).
+adopt() {
+  command -v pg_lsclusters >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] || return 1
+  local ver name
+  read -r ver name < <(pg_lsclusters -h 2>/dev/null | awk -v p="$PORT" '$3 == p && $4 == "online" { print $1, $2; exit }') || true
+  [ -n "${ver:-}" ] || return 1
+  local bin=/usr/lib/postgresql/$ver/bin
+  log "adding $DB to the running cluster $ver/$name on port $PORT"
+  provision "$bin" /var/run/postgresql
   local preload
   preload="$(su_psql -d postgres -c "SHOW shared_preload_libraries")"
   if [[ ",${preload// /}," != *,pg_stat_statements,* ]]; then
@@ -154,7 +148,7 @@ start() {
   fi
   as_owner "$bin/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null \
     || { tail -n 20 "$DIR/server.log" >&2; die "the server did not start"; }
-  $fresh && load_data "$bin"
+  $fresh && provision "$bin" "$DIR"
   answers || die "$DB does not answer on 127.0.0.1:$PORT (see $DIR/server.log)"
   log "$DB answers on 127.0.0.1:$PORT"
 }

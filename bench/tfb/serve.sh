@@ -12,8 +12,8 @@
 #
 # Environment: TFB_DB_PORT [5432]; JAVA [java on PATH; for vt, a JDK 21+ from /usr/lib/jvm
 # when PATH's is older]; JAVA_OPTS [-Xms1g -Xmx1g], more JVM flags; TFB_CP, a classpath to use
-# instead of lein's for the :tfb profile (which is kept in target/tfb/ until project.clj
-# changes).
+# instead of lein's for the :tfb profile (.ci/classpath +tfb, kept in target/tfb/ until
+# project.clj changes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -48,16 +48,13 @@ if [ -z "${TFB_CP:-}" ]; then
     touch target/tfb/javac.stamp
   fi
   if [ ! -s target/tfb/cp ] || [ project.clj -nt target/tfb/cp ]; then
-    lein with-profile +tfb classpath 2>target/tfb/classpath.log | tail -n 1 >target/tfb/cp.new \
+    bash .ci/classpath +tfb 2>target/tfb/classpath.log >target/tfb/cp.new \
       || { cat target/tfb/classpath.log >&2; die "lein classpath failed"; }
-    [ -s target/tfb/cp.new ] || { cat target/tfb/classpath.log >&2; die "lein classpath failed"; }
     mv target/tfb/cp.new target/tfb/cp
   fi
   TFB_CP=$(cat target/tfb/cp)
 fi
-# the declared Clojure first (Debian's jars name Clojure 1.11 in their manifests)
-clj=$(tr ':' '\n' <<<"$TFB_CP" | grep '/org/clojure/clojure/[0-9]' | head -n 1 || true)
 
 # shellcheck disable=SC2086
-exec "$JAVA" ${JAVA_OPTS:--Xms1g -Xmx1g} -cp "${clj:+$clj:}$TFB_CP" \
+exec "$JAVA" ${JAVA_OPTS:--Xms1g -Xmx1g} -cp "$TFB_CP" \
   clojure.main -m donkey.tfb.app "$MODE" "$PORT"

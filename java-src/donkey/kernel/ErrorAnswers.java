@@ -5,7 +5,6 @@ import clojure.lang.IPersistentMap;
 import donkey.kernel.config.ServerConfig;
 import donkey.ring.ResponseMap;
 import donkey.ring.ResponseWriter;
-import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
 import java.lang.System.Logger.Level;
@@ -150,8 +149,7 @@ abstract class ErrorAnswers extends ResponseSender {
       resp.reset(2);
       if (loop.metrics != null) loop.metrics.streamReset();
     } else {
-      HttpConnection c = req.connection();
-      ConnectionGuard.abort(c);
+      ConnectionGuard.abort(req.connection());
     }
   }
 

@@ -42,6 +42,11 @@
 
 (defn- queries [request] (rules/count-param (:query-string request) "queries"))
 
+(defn- cached
+  "Test 7's answer: the cached World objects the request's `count` asks for."
+  [worlds request]
+  (json (cache/worlds worlds (rules/count-param (:query-string request) "count"))))
+
 (defn- sync-routes
   "The tests as one-argument route handlers on JDBC's `ds`, with `worlds` the cache."
   [ds worlds]
@@ -51,8 +56,7 @@
    {:path "/queries" :handler (fn [r] (json (jdbc/worlds ds (queries r))))}
    {:path "/fortunes" :handler (fn [_] (html (rules/fortunes-page (jdbc/fortunes ds))))}
    {:path "/updates" :handler (fn [r] (json (jdbc/update-worlds ds (queries r))))}
-   {:path "/cached-queries"
-    :handler (fn [r] (json (cache/worlds worlds (rules/count-param (:query-string r) "count"))))}])
+   {:path "/cached-queries" :handler #(cached worlds %)}])
 
 (defn- offloaded
   "A non-blocking handler that runs `(query request)` (blocking JDBC) on a worker and answers
@@ -74,10 +78,7 @@
          {:path "/fortunes" :handler (offloaded (fn [_] (jdbc/fortunes ds))
                                                 #(html (rules/fortunes-page %)))}
          {:path "/updates" :handler (offloaded #(jdbc/update-worlds ds (queries %)) json)}
-         {:path "/cached-queries"
-          :handler (fn [r respond _]
-                     (respond (json (cache/worlds worlds
-                                                  (rules/count-param (:query-string r) "count")))))}]))
+         {:path "/cached-queries" :handler (fn [r respond _] (respond (cached worlds r)))}]))
 
 (defn db-port
   "The database's port: TFB_DB_PORT, else 5432."

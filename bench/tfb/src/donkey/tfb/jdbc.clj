@@ -45,15 +45,20 @@
               ps (.prepareStatement c select-world)]
     (read-world ps (rules/random-id))))
 
+(defn- read-worlds
+  "`n` random World rows through the prepared `ps`, one query each."
+  [^PreparedStatement ps n]
+  (loop [i 0 acc (transient [])]
+    (if (< i (long n))
+      (recur (inc i) (conj! acc (read-world ps (rules/random-id))))
+      (persistent! acc))))
+
 (defn worlds
   "`n` random World rows, one query each (test 3)."
   [^DataSource ds n]
   (with-open [c (.getConnection ds)
               ps (.prepareStatement c select-world)]
-    (loop [i 0 acc (transient [])]
-      (if (< i (long n))
-        (recur (inc i) (conj! acc (read-world ps (rules/random-id))))
-        (persistent! acc)))))
+    (read-worlds ps n)))
 
 (defn update-worlds
   "`n` random World rows, each read with its own query and then given a new randomNumber, the
@@ -63,11 +68,7 @@
   (with-open [c (.getConnection ds)
               ps (.prepareStatement c select-world)
               up (.prepareStatement c update-world)]
-    (let [rows (loop [i 0 acc (transient [])]
-                 (if (< i (long n))
-                   (let [w (read-world ps (rules/random-id))]
-                     (recur (inc i) (conj! acc (rules/world (get w "id") (rules/random-number)))))
-                   (persistent! acc)))]
+    (let [rows (mapv #(rules/world (get % "id") (rules/random-number)) (read-worlds ps n))]
       (doseq [w (sort-by #(get % "id") rows)]
         (.setInt up 1 (int (get w "randomNumber")))
         (.setInt up 2 (int (get w "id")))
