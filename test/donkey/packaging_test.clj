@@ -178,6 +178,10 @@
             resp (.send (HttpClient/newHttpClient) req (HttpResponse$BodyHandlers/ofString))]
         (println \"SOURCE\" (str (io/resource \"donkey/server.clj\")))
         (println \"KERNEL\" (str (.getLocation (.getCodeSource (.getProtectionDomain donkey.kernel.Server)))))
+        ;; loaded from its compiled classes: a namespace compiled at load time has its fns
+        ;; defined by Clojure's DynamicClassLoader
+        (println \"SERVER-FN-LOADER\" (.getName (class (.getClassLoader (class server/run-server)))))
+        (println \"SERVER-INIT\" (str (.getLocation (.getCodeSource (.getProtectionDomain (Class/forName \"donkey.server__init\"))))))
         (println \"RING-ON-CLASSPATH\" (some? (io/resource \"ring/core/protocols.clj\")))
         (println \"STATUS\" (.statusCode resp))
         (println \"BODY\" (.body resp)))
@@ -185,6 +189,11 @@
     (shutdown-agents)
     (System/exit 0)))
 ")
+
+(def ^:private aot-namespaces
+  "The namespaces the jar carries compiled (project.clj's :aot donkey.server and what it loads),
+  as resource paths."
+  ["donkey/server" "donkey/options" "donkey/options/check" "donkey/routes"])
 
 (defn- check-jar [^File jar-file ^File copy]
   (let [entries (jar-entries jar-file)
@@ -201,12 +210,20 @@
       (doseq [f java-sources :let [c (str/replace f #"\.java$" ".class")]]
         (is (contains? entries c) (str c " missing from the jar")))
       (is (empty? (filter #(str/ends-with? % ".java") entries))))
-    (testing "nothing else outside META-INF: no test, example, bench, build or dev code, no AOT classes"
+    (testing "donkey.server and the namespaces it loads are compiled, the optional ones are not"
+      (doseq [ns-path aot-namespaces]
+        (is (contains? entries (str ns-path "__init.class")) (str ns-path " is not compiled")))
+      (is (= (set aot-namespaces)
+             (set (for [e entries :when (str/ends-with? e "__init.class")]
+                    (str/replace e #"__init\.class$" ""))))
+          "a namespace compiled that donkey.server does not load"))
+    (testing "nothing else outside META-INF: no test, example, bench, build or dev code, no class of another library"
       (is (empty? (filter not-shipped entries)) (str "shipped: " (vec (filter not-shipped entries))))
       (is (empty? (remove #(or (str/starts-with? % "META-INF/")
                                (contains? clj-sources %)
-                               (and (contains? compiled %) (not (str/includes? % "__init"))))
-                          entries))))
+                               (contains? compiled %))
+                          entries)))
+      (is (every? #(str/starts-with? % "donkey/") (filter #(str/ends-with? % ".class") entries))))
     (testing "no logging configuration"
       (is (empty? (filter #(re-find #"(?i)log4j|logback|logging\.properties|simplelogger|tinylog" %)
                           entries))))))
@@ -262,6 +279,9 @@
                 (is (str/includes? (str (line "SOURCE")) (str "!/donkey/server.clj")) (line "SOURCE"))
                 (is (str/includes? (str (line "SOURCE")) (str "/" version "/" jar-name)) (line "SOURCE"))
                 (is (str/ends-with? (str (line "KERNEL")) (str "/" version "/" jar-name)) (line "KERNEL"))
+                (is (str/ends-with? (str (line "SERVER-INIT")) (str "/" version "/" jar-name)) (line "SERVER-INIT"))
+                (is (not= "clojure.lang.DynamicClassLoader" (line "SERVER-FN-LOADER"))
+                    "donkey.server was compiled at load time, not loaded from the jar's classes")
                 (is (= "false" (line "RING-ON-CLASSPATH")) (tail out)))))))
       (finally (delete-tree! dir) (delete-tree! consumer)))))
 
