@@ -3,7 +3,7 @@
 # (bench/java/donkey/bench/RawVertx.java) with Vert.x's compression on in both, in the same run.
 # Tests, each GET with `Accept-Encoding: gzip` (pipeline.lua's gzip shape), not pipelined:
 #   json        the TechEmpower JSON body ({"message":"Hello, World!"}, built per request)
-#   json-100k   a 100 KB JSON document (RawVertx.JSON_100K, the same bytes for every server)
+#   json-100k   a 100 KB JSON document (RawVertx.Json100k.BYTES, the same bytes for every server)
 # Every server compresses every body with gzip at level 6 (raw Vert.x's default level and no
 # size threshold; donkey :compression? true, :compression-min-size 0), so both small and large
 # bodies measure the compressing path. Each server is checked to answer gzip that inflates to

@@ -59,8 +59,10 @@
 (defn- kernel-json-response []
   {:status 200 :headers json-headers :body (message hello)})
 
-(def ^:private json-100k-response
-  {:status 200 :headers json-headers :body donkey.bench.RawVertx/JSON_100K})
+(defn- json-100k-response
+  "RawVertx's 100 KB JSON document, built on the first call."
+  []
+  {:status 200 :headers json-headers :body donkey.bench.RawVertx$Json100k/BYTES})
 
 (def ^:private not-found {:status 404 :headers plaintext-headers :body "Not Found"})
 
@@ -77,7 +79,7 @@
     (case (:uri request)
       "/plaintext" (plaintext-response)
       "/json" (json-response)
-      "/json-100k" json-100k-response
+      "/json-100k" (json-100k-response)
       (if (and files-handler (.startsWith ^String (:uri request) "/files/"))
         (files-handler request)
         not-found))))
@@ -90,7 +92,7 @@
             {:path "/json" :methods [:get] :handler-mode :non-blocking
              :handler (fn [_request respond _raise] (respond (json-response)))}
             {:path "/json-100k" :methods [:get] :handler-mode :non-blocking
-             :handler (fn [_request respond _raise] (respond json-100k-response))}]})
+             :handler (fn [_request respond _raise] (respond (json-100k-response)))}]})
 
 (defn- with-files
   "`table` with the directory of the property donkey.bench.files served under /files, in
