@@ -152,9 +152,11 @@
                    :exclusions? (boolean (seq (xml-children d :exclusions)))}))
      :repos (set (for [r repos] [(xml-text r :id) (xml-text r :url)]))}))
 
-(defn- consumer-project [{:keys [group artifact version]}]
+(defn- consumer-project [{:keys [group artifact version]} & [clojure-version]]
   (str "(defproject donkey-consumer \"0.0.0\"\n"
-       "  :dependencies [[" group "/" artifact " " (pr-str version) "]]\n"
+       "  :dependencies [[" group "/" artifact " " (pr-str version) "]"
+       (when clojure-version (str " [org.clojure/clojure " (pr-str clojure-version) "]"))
+       "]\n"
        "  ;; no Clojars: central for releases, Debian's folder for the nREPL lein's :base profile\n"
        "  ;; adds; no repository serves snapshots, so the SNAPSHOT comes from ~/.m2\n"
        "  :repositories ^:replace [[\"central\" {:url \"https://repo1.maven.org/maven2/\" :snapshots false}]\n"
@@ -183,6 +185,7 @@
         (println \"SERVER-FN-LOADER\" (.getName (class (.getClassLoader (class server/run-server)))))
         (println \"SERVER-INIT\" (str (.getLocation (.getCodeSource (.getProtectionDomain (Class/forName \"donkey.server__init\"))))))
         (println \"RING-ON-CLASSPATH\" (some? (io/resource \"ring/core/protocols.clj\")))
+        (println \"CLOJURE\" (clojure-version))
         (println \"STATUS\" (.statusCode resp))
         (println \"BODY\" (.body resp)))
       (finally (server/stop s)))
@@ -282,7 +285,17 @@
                 (is (str/ends-with? (str (line "SERVER-INIT")) (str "/" version "/" jar-name)) (line "SERVER-INIT"))
                 (is (not= "clojure.lang.DynamicClassLoader" (line "SERVER-FN-LOADER"))
                     "donkey.server was compiled at load time, not loaded from the jar's classes")
-                (is (= "false" (line "RING-ON-CLASSPATH")) (tail out)))))))
+                (is (= "false" (line "RING-ON-CLASSPATH")) (tail out)))))
+          ;; the compiled namespaces were compiled by Clojure 1.12; an application on 1.11
+          ;; (Debian's, from its Maven folder) loads and runs them as well
+          (testing "the same consumer on Clojure 1.11.1"
+            (spit (io/file consumer "project.clj") (consumer-project info "1.11.1"))
+            (let [{:keys [out] :as r} (run-cmd consumer 300 "lein" "run" "-m" "consumer.main")
+                  line (fn [k] (some->> (re-find (re-pattern (str "(?m)^" k " (.*)$")) out) second))]
+              (is (ok? r) (str "consumer on 1.11.1 failed:\n" (tail out)))
+              (is (= "1.11.1" (line "CLOJURE")) (tail out))
+              (is (= "hello from the installed jar: /consumer" (line "BODY")) (tail out))
+              (is (not= "clojure.lang.DynamicClassLoader" (line "SERVER-FN-LOADER")) (tail out))))))
       (finally (delete-tree! dir) (delete-tree! consumer)))))
 
 (deftest makefile-has-the-documented-targets
