@@ -23,16 +23,18 @@ run: deps
 # 10,000 sockets and memory per idle socket, against raw Vert.x's WebSocket server; between
 # them, gzip-compressed JSON (bench/compression.sh) against raw Vert.x's compression, static
 # files (bench/files.sh) against raw Vert.x's sendFile and the cost of :metrics
-# (bench/metrics.sh: metrics on against off); last, TechEmpower's database tests on PostgreSQL
+# (bench/metrics.sh: metrics on against off); start-up, idle memory and memory per idle
+# keep-alive connection (bench/footprint.sh); last, TechEmpower's database tests on PostgreSQL
 # (bench/tfb/bench.sh) against raw Vert.x's reactive client and ring-jetty. About four
 # hours; RUNS=1 DURATION=3 WARMUP=3 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 SHAPE_MAX=4 HS_WARMUP=3
-# LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 for a smoke run. Fails when any request or
+# LAT_RUNS=1 LAT_PRIME=1 FANOUT_RUNS=1 WS_FANOUT=1000 FP_CONNECTIONS=1000 for a smoke run. Fails when any request or
 # message failed.
 bench: deps
 	@rc=0; bash bench/run.sh || rc=1; SKIP_BUILD=1 bash bench/latency.sh || rc=1; \
 	  SKIP_BUILD=1 bash bench/protocols.sh || rc=1; SKIP_BUILD=1 bash bench/compression.sh || rc=1; \
 	  SKIP_BUILD=1 bash bench/files.sh || rc=1; SKIP_BUILD=1 bash bench/metrics.sh || rc=1; \
-	  SKIP_BUILD=1 bash bench/websocket.sh || rc=1; bash bench/tfb/bench.sh || rc=1; \
+	  SKIP_BUILD=1 bash bench/websocket.sh || rc=1; SKIP_BUILD=1 bash bench/footprint.sh || rc=1; \
+	  bash bench/tfb/bench.sh || rc=1; \
 	  exit $$rc
 
 # Soak (bench/soak.sh): SOAK_SECONDS (300) at SOAK_RATE (1000) req/s on 500 keep-alive

@@ -99,7 +99,7 @@ trap 'exit 130' INT TERM
 
 java_of() {  # the java binary a variant runs on
   case "$1" in
-    donkey-vt|donkey-sync-j25) echo "$JAVA25" ;;
+    donkey-vt|donkey-sync-j25|donkey-nb-aot-j25) echo "$JAVA25" ;;
     *) echo "$JAVA" ;;
   esac
 }
@@ -117,6 +117,14 @@ main_of() {  # the main class and arguments of a variant
     donkey-nb-metrics|donkey-sync-metrics)
       echo "-Ddonkey.bench.metrics=true clojure.main -m donkey.bench.app ${1%-metrics} $PORT" ;;
     donkey-nb|donkey-sync|donkey-vt|jetty) echo "clojure.main -m donkey.bench.app $1 $PORT" ;;
+    # bench/footprint.sh: the smallest Clojure server on Vert.x, Clojure's own share
+    clj-vertx) echo "clojure.main -m donkey.bench.clj-vertx $PORT" ;;
+    # bench/footprint.sh: the app compiled ahead of time (AOT_CP, its build_aot), then with an
+    # AppCDS archive of its classes (JDK 17) or the JDK's AOT cache (JDK 25) from a training
+    # run; the later -cp wins over start_server's
+    donkey-nb-aot) echo "-cp ${AOT_CP:-} clojure.main -m donkey.bench.app donkey-nb $PORT" ;;
+    donkey-nb-aot-cds) echo "-XX:SharedArchiveFile=${AOT_DIR:-}/app.jsa -cp ${AOT_CP:-} clojure.main -m donkey.bench.app donkey-nb $PORT" ;;
+    donkey-nb-aot-j25) echo "-XX:AOTCache=${AOT_DIR:-}/app.aot -cp ${AOT_CP:-} clojure.main -m donkey.bench.app donkey-nb $PORT" ;;
     *) return 1 ;;
   esac
 }
