@@ -51,17 +51,8 @@ TSV="$LOGS/footprint.tsv"
 tsv_row "$TSV" round variant startup_s idle_rss_kb idle_heap_kb metaspace_kb conn_heap_b conn_rss_b errors
 IDLE="$ROOT/bench/idle_http.py"
 
-# live_heap_kb PID: the KiB of live objects; the class histogram runs a full GC first
-live_heap_kb() { jcmd "$1" GC.class_histogram 2>/dev/null | awk '$1 == "Total" {printf "%d", $3 / 1024}'; }
 # metaspace_kb PID: Metaspace used, KiB, as GC.heap_info prints it ("Metaspace used 27724K, ...")
 metaspace_kb() { jcmd "$1" GC.heap_info 2>/dev/null | awk '$1 == "Metaspace" {gsub(/[K,]/, "", $3); print $3; exit}'; }
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
-open_on_port() { ss -tanH "( sport = :$PORT )" 2>/dev/null | awk '$1 != "LISTEN" && $1 != "TIME-WAIT"' | wc -l; }
-wait_closed() {  # until the server holds no connection on PORT (30 s at most), then 1 s more
-  local i
-  for i in $(seq 1 300); do [ "$(open_on_port)" -eq 0 ] && { sleep 1; return 0; }; sleep 0.1; done
-  log "WARNING: $(open_on_port) connections still open after 30 s"
-}
 
 failed=0
 CLIENT=""

@@ -259,6 +259,27 @@ check_reflection() {
   if [ "$mine" -ne 0 ]; then log "$1: reflection warnings in the bench app, in $2"; return 1; fi
 }
 
+# -------------------------------------------------------------------------------- memory
+# (bench/websocket.sh, bench/footprint.sh)
+
+# live_heap_kb PID: the bytes of live objects (KiB); the class histogram runs a full GC first
+live_heap_kb() {
+  jcmd "$1" GC.class_histogram 2>/dev/null | awk '$1 == "Total" {printf "%d", $3 / 1024}'
+}
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# open_on_port: the server's TCP connections on PORT that its process still holds (any state
+# but the listener's and TIME-WAIT, which the kernel alone keeps)
+open_on_port() { ss -tanH "( sport = :$PORT )" 2>/dev/null | awk '$1 != "LISTEN" && $1 != "TIME-WAIT"' | wc -l; }
+
+# wait_closed: until the server has closed every connection on PORT (30 s at most), then 1 s
+# more for what its close handlers release
+wait_closed() {
+  local i
+  for i in $(seq 1 300); do [ "$(open_on_port)" -eq 0 ] && { sleep 1; return 0; }; sleep 0.1; done
+  log "WARNING: $(open_on_port) connections still open after 30 s"
+}
+
 # ----------------------------------------------------------------------------------- wrk
 depth_of() { if [ "$1" = plaintext ]; then echo "$PIPELINE"; else echo 1; fi; }
 

@@ -120,15 +120,6 @@ trap 'if [ -n "$CLIENT_PID" ]; then kill "$CLIENT_PID" 2>/dev/null || true; fi; 
 
 field_of() { { grep "^RESULT " "$2" 2>/dev/null || true; } | tail -n 1 | tr " " "\n" | sed -n "s/^$1=//p"; }
 
-# open_on_port: the server's TCP connections on PORT that its process still holds (any state
-# but the listener's and TIME-WAIT, which the kernel alone keeps)
-open_on_port() { ss -tanH "( sport = :$PORT )" 2>/dev/null | awk '$1 != "LISTEN" && $1 != "TIME-WAIT"' | wc -l; }
-
-# live_heap_kb PID: the bytes of live objects (KiB); the class histogram runs a full GC first
-live_heap_kb() {
-  jcmd "$1" GC.class_histogram 2>/dev/null | awk '$1 == "Total" {printf "%d", $3 / 1024}'
-}
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 failed=0
 ECHO_TSV="$LOGS/echo.tsv"
@@ -165,13 +156,6 @@ echo_round() {  # echo_round ROUND VARIANT
 }
 
 # ---------------------------------------------------------------------- broadcast and memory
-# wait_closed: until the server has closed every connection on PORT (30 s at most), then 1 s
-# more for what its close handlers release
-wait_closed() {
-  local i
-  for i in $(seq 1 300); do [ "$(open_on_port)" -eq 0 ] && { sleep 1; return 0; }; sleep 0.1; done
-  log "WARNING: $(open_on_port) connections still open after 30 s"
-}
 
 fanout_round() {  # fanout_round ROUND VARIANT
   local round="$1" v="$2" bout="$LOGS/broadcast-$2-r$1.txt" iout="$LOGS/idle-$2-r$1.txt"
