@@ -33,10 +33,13 @@ import java.util.concurrent.locks.LockSupport;
  * the running threads stuck in a task for that long (blocked, or slow) and wakes one more
  * thread for each, at most one per waiting task and up to {@code max}, so that {@code target}
  * threads keep taking work. N slow requests thus run on N threads at once after a delay of two
- * or three periods (a thread must look blocked at two ticks: see {@link #stuck}); when no
- * thread is stuck the cores are just busy and no thread is added. The monitor sleeps while
- * the pool is idle, ticks every period while tasks or prepared responses wait, and every
- * {@link #QUIET_TICKS} periods while threads run but nothing waits (a long streamed
+ * or three periods (a thread must look blocked at two ticks: see {@link #stuck}). Handlers
+ * that block often but each time briefly (a database round trip per request) are never stuck
+ * that long; they count by how many workers in a task the OS finds asleep, averaged over the
+ * recent looks, so the pool grows until {@code target} of them keep running. When no thread
+ * is stuck or mostly asleep the cores are just busy and no thread is added. The monitor
+ * sleeps while the pool is idle, ticks every period while tasks or prepared responses wait,
+ * and every {@link #QUIET_TICKS} periods while threads run but nothing waits (a long streamed
  * response, say), so a task queued then waits up to that long to be looked at.
  *
  * <p>Threading: {@link #execute} may be called from any thread (it is called from event
@@ -81,6 +84,8 @@ public final class WorkerPool extends AbstractExecutorService {
    * this many periods instead of one.
    */
   static final int QUIET_TICKS = 4;
+  /** How many workers in a task the monitor samples, per look, for the share asleep. */
+  private static final int SHARE_SAMPLE = 16;
 
   /**
    * Tasks that averaged under this (wall time, nanoseconds) are short: what a handler that
@@ -105,6 +110,11 @@ public final class WorkerPool extends AbstractExecutorService {
    * each other's updates, which a moving average does not mind), read by event loops.
    */
   private final AtomicLong taskNanos = new AtomicLong();
+  /**
+   * Monitor thread only: the share of the workers in a task that the OS found asleep,
+   * averaged over the monitor's recent looks at a late queue (each look weighs an eighth).
+   */
+  private double asleepShare;
   private volatile int state = RUNNING;
   private volatile boolean monitorParked;
   private final Thread monitor;
@@ -504,10 +514,28 @@ public final class WorkerPool extends AbstractExecutorService {
         // (blocked): keep `target` threads that are not, at most one per waiting task. (When
         // none is stuck the cores are simply busy, and more threads would only take turns.)
         int stuck = 0;
+        int inTask = 0;
+        int asleep = 0;
         for (Worker w : workers) {
-          if (stuck(w, now)) stuck++;
+          long t = w.taskStart;
+          // the OS is asked about a sample of the workers in a task, and about every one long
+          // in its task (each answer costs a read of its stat file)
+          boolean sampled = t != 0 && inTask < SHARE_SAMPLE;
+          boolean b = (sampled || (t != 0 && now - t >= stallNanos)) && blocked(w);
+          if (sampled) {
+            inTask++;
+            if (b) asleep++;
+          }
+          if (stuck(w, t, now, b)) stuck++;
         }
-        int more = target - (active.get() - stuck);
+        // Handlers that block often but briefly (a query per request to a database) are never
+        // stuck, yet at any look most of the workers in a task are asleep: that share, averaged
+        // over the recent looks, counts as blocked, and brings enough threads to keep `target`
+        // running. A share, not a count, so that it holds as the pool grows.
+        if (inTask > 0) asleepShare += ((double) asleep / inTask - asleepShare) / 8;
+        int running = active.get();
+        int blocked = Math.max(stuck, (int) (asleepShare * running + 0.5));
+        int more = target - (running - blocked);
         int waiting = 0;
         if (more > 0) {
           for (Queued q : queue) {
@@ -522,16 +550,16 @@ public final class WorkerPool extends AbstractExecutorService {
   }
 
   /**
-   * Monitor thread: true when {@code w} has been in its task for at least a stall period and
+   * Monitor thread: true when {@code w}, in the task that started at {@code t} (0: none) and
+   * {@code blocked} now, has been in that task for at least a stall period and
    * was seen {@link #blocked} at two looks, this one and an earlier one, in that same task. A
    * single look also catches a thread that only paused for a moment (a short sleep or lock
    * wait in the handler, a page fault, a GC safepoint) and would wake a thread for it (a test
    * in workers_test holds this). The price: a really blocked worker gets company one tick
    * later.
    */
-  private boolean stuck(Worker w, long now) {
-    long t = w.taskStart;
-    if (t == 0 || now - t < stallNanos || !blocked(w)) {
+  private boolean stuck(Worker w, long t, long now, boolean blocked) {
+    if (t == 0 || now - t < stallNanos || !blocked) {
       w.blockedIn = 0;
       return false;
     }
