@@ -13,8 +13,8 @@
   :global-vars {*warn-on-reflection* true}
   ;; The jar carries donkey.server and the namespaces it loads compiled (no direct linking, so
   ;; their vars stay redefinable), next to their sources: a service loading them from source
-  ;; compiles about 1,800 lines, with every macro checked by clojure.spec, before its first
-  ;; request. Only donkey's own classes are written; the optional namespaces stay source.
+  ;; would compile them, with every macro checked by clojure.spec, before its first request.
+  ;; Only donkey's own classes are written; the optional namespaces stay source.
   :aot [donkey.server]
   :jar-exclusions [#"\.java$" #"(?i)log4j|logback|logging\.properties"]
   :profiles {;; Debian's Maven-layout folder: nREPL for lein's :base profile, and the Ring 1.8.2

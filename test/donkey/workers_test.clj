@@ -343,8 +343,7 @@
 
 ;; A handler that mostly waits (a database round trip per request) blocks too briefly for any
 ;; worker to look stuck, but at every look most workers are asleep: the pool must grow past
-;; its cores or the requests queue behind a few threads that leave the cores idle. (On the
-;; TechEmpower /db test it ran three workers with the server's core a fifth idle.)
+;; its cores or the requests queue behind a few threads that leave the cores idle.
 (deftest the-pool-grows-for-handlers-that-mostly-wait
   (let [cores (.availableProcessors (Runtime/getRuntime))
         {:keys [done? workers]} (workers-serving #(do (spin 50)
