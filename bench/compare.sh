@@ -61,7 +61,8 @@ worktree() {
     # `git worktree prune`; this adds it again either way
     git worktree add --force --detach "$dir" "$sha" >&2 || die "git worktree add $dir $sha failed"
   fi
-  if [ ! -s "$dir/target/bench/bench.cp" ]; then build "$dir" >&2; fi
+  # a classpath without the compiled kernel (a build that failed half-way) is built again
+  if ! grep -q 'target_bench_classes' "$dir/target/bench/bench.cp" 2>/dev/null; then build "$dir" >&2; fi
   echo "$dir"
 }
 

@@ -68,11 +68,13 @@ build() {
   # from scratch: lein recompiles only the sources newer than their classes, so a class that
   # moved or changed a field's type would leave the others compiled against its old shape
   rm -rf "$out/classes"
-  # compile = javac, then the namespaces project.clj's :aot names, as the jar ships them (a tree
-  # without :aot compiles none and runs from source, as its jar did)
-  log "building in $dir: lein with-profile +bench compile; lein with-profile +bench classpath"
-  (cd "$dir" && lein with-profile +bench compile) >"$out/javac.log" 2>&1 \
+  # javac, then the namespaces project.clj's :aot names, as the jar ships them (a tree without
+  # :aot compiles none and runs from source, as its jar did; there `lein compile` alone would
+  # skip javac too)
+  log "building in $dir: lein with-profile +bench do javac, compile; lein with-profile +bench classpath"
+  (cd "$dir" && lein with-profile +bench do javac, compile) >"$out/javac.log" 2>&1 \
     || { cat "$out/javac.log" >&2; die "compile failed in $dir"; }
+  [ -d "$out/classes/donkey/kernel" ] || { cat "$out/javac.log" >&2; die "no kernel classes in $out/classes"; }
   (cd "$dir" && lein with-profile +bench classpath) 2>"$out/classpath.err" | tail -n 1 >"$out/lein.cp"
   [ -s "$out/lein.cp" ] || { cat "$out/classpath.err" >&2; die "lein classpath failed in $dir"; }
   # Debian's jars name /usr/share/java/clojure.jar (Clojure 1.11) and friends in their manifest
