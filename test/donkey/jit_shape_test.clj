@@ -24,7 +24,7 @@
   (let [resource (io/resource (str (str/replace class-name "." "/") ".class"))
         file (io/file (.toURI resource))
         javap (str (System/getProperty "java.home") "/bin/javap")
-        p (-> (ProcessBuilder. [javap "-c" "-p" (str file)]) (.redirectErrorStream true) (.start))
+        p (-> (ProcessBuilder. ^java.util.List (vector javap "-c" "-p" (str file))) (.redirectErrorStream true) (.start))
         out (slurp (.getInputStream p))
         _ (.waitFor p)
         body (->> (str/split-lines out)
