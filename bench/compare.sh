@@ -5,9 +5,10 @@
 #
 # Builds: REV (and REV2) are checked out as detached git worktrees under
 # target/compare/<short sha>/ and built there as bench/lib.sh's build() builds the work tree
-# (`lein with-profile +bench javac`, then the classpath through bench/classpath.py), so each runs
-# its own kernel and its own bench app; a worktree whose target/bench/bench.cp exists is reused
-# as it is (delete target/compare/<short sha> to rebuild). The work tree is built as run.sh
+# (`lein with-profile +bench do javac, compile`, then the classpath through
+# bench/classpath.py), so each runs its own kernel and its own bench app; a worktree with its
+# classpath and kernel classes is reused as it is (delete target/compare/<short sha> to
+# rebuild). The work tree is built as run.sh
 # builds it (SKIP_BUILD=1 reuses target/bench/bench.cp). raw-vertx, from the work tree's build,
 # runs in every round as a control: it is the same code each round, so the spread of its
 # per-round figures over its own median (1.00 by construction) shows the noise of one figure
@@ -61,8 +62,8 @@ worktree() {
     # `git worktree prune`; this adds it again either way
     git worktree add --force --detach "$dir" "$sha" >&2 || die "git worktree add $dir $sha failed"
   fi
-  # a classpath without the compiled kernel (a build that failed half-way) is built again
-  if ! grep -q 'target_bench_classes' "$dir/target/bench/bench.cp" 2>/dev/null; then build "$dir" >&2; fi
+  # a tree without the compiled kernel (a build that failed half-way) is built again
+  built "$dir" || build "$dir" >&2
   echo "$dir"
 }
 

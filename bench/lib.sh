@@ -83,8 +83,14 @@ build() {
   python3 "$ROOT/bench/classpath.py" "$out/lein.cp" "$dir" "$out/lib" "$out/snapshot" >"$out/bench.cp" 2>"$out/classpath.log"
 }
 
+# built [DIR]: DIR's tree (default: this one) has a classpath and the kernel classes it names
+built() {
+  local out="${1:-$ROOT}/target/bench"
+  [ -s "$out/bench.cp" ] && [ -d "$out/classes/donkey/kernel" ]
+}
+
 ensure_built() {
-  if [ "$SKIP_BUILD" != 1 ] || [ ! -s "$OUT/bench.cp" ]; then build "$ROOT"; fi
+  if [ "$SKIP_BUILD" != 1 ] || ! built; then build "$ROOT"; fi
   CP="$(cat "$OUT/bench.cp")"
 }
 
