@@ -17,7 +17,8 @@
 # Each round runs, for each test, a fresh JVM per build: raw-vertx, then the two builds of
 # VARIANT, REV first in odd rounds and second in even ones. Every JVM is measured as in run.sh:
 # start-up to the first 200, the endpoint check, WARM_WINDOWS one-second windows,
-# steady-seeking windows, then SETTLE + DURATION seconds per shape of SHAPES.
+# steady-seeking windows, then SETTLE seconds and MEASURE_WINDOWS x DURATION seconds measured
+# per shape of SHAPES.
 #
 # The table gives, per figure (start-up, the first 5 and 10 s of warm-up, time to 90% of the
 # steady state, the steady state per shape) and test: the median of raw-vertx, of REV and of
@@ -28,7 +29,7 @@
 # Exits non-zero when a request failed in any window, a server did not start or answered
 # wrongly, or a bench app printed a reflection warning.
 #
-# Environment (defaults in brackets), beside run.sh's (RUNS [5], DURATION, WARM_WINDOWS,
+# Environment (defaults in brackets), beside run.sh's (RUNS [5], DURATION, MEASURE_WINDOWS, WARM_WINDOWS,
 # STEADY_WINDOW, STEADY_TOL, STEADY_MAX, SETTLE, SHAPE_MAX, TESTS, CONNECTIONS, PIPELINE, JSON_MODE,
 # PORT, JVM_OPTS, SKIP_BUILD, ...):
 #   VARIANT [donkey-nb]  SHAPES ["minimal techempower"] (must include minimal)
@@ -37,6 +38,8 @@
 # Output: the table on stdout and in target/bench/results/compare-<stamp>/table.md (copied to
 # target/bench/results/latest-compare.md), every window in runs.tsv there.
 set -euo pipefail
+# a shape is measured in MEASURE_WINDOWS windows of DURATION seconds (bench/lib.sh)
+DURATION="${DURATION:-5}"
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -117,7 +120,7 @@ total=$(( RUNS * 3 * n_tests ))
 n=0
 log "$RUNS rounds x (raw-vertx $OLD $NEW) x ($TESTS), a fresh JVM each: ${WARM_WINDOWS} x 1s warm-up," \
     "steady-seeking ${STEADY_WINDOW}s windows (agree within ${STEADY_TOL}%, at most ${STEADY_MAX}s)," \
-    "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${DURATION}s measured"
+    "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
 for round in $(seq 1 "$RUNS"); do
   if [ $((round % 2)) -eq 1 ]; then order=(raw-vertx "$OLD" "$NEW"); else order=(raw-vertx "$NEW" "$OLD"); fi
   for test in $TESTS; do
@@ -136,7 +139,7 @@ python3 "$ROOT/bench/warmup_tables.py" compare "$RUNS_TSV" "$LOGS/table.md" "$OL
   echo "$NEW against $OLD, $RUNS rounds, interleaved (raw-vertx, then the two builds, alternating which goes first)," \
        "a fresh JVM per (build, test, round) on CPU $SERVER_CPU; JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
   echo "warm-up: $WARM_WINDOWS x 1s windows from the first 200; steady-seeking: ${STEADY_WINDOW}s windows until two" \
-       "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${DURATION}s measured"
+       "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
   echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \
        "json not pipelined; donkey JSON: $JSON_MODE_RESOLVED; every window: $RUNS_TSV"
 } | tee -a "$LOGS/table.md"

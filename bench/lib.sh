@@ -327,10 +327,13 @@ STEADY_MAX="${STEADY_MAX:-60}"
 # STEADY_WINDOW-second windows until two agree within STEADY_TOL or SHAPE_MAX seconds passed.
 SETTLE="${SETTLE:-5}"
 SHAPE_MAX="${SHAPE_MAX:-30}"
+# One window's req/s swings by a tenth or more on a shared host with no JIT activity at all; a
+# shape's figure is the median of MEASURE_WINDOWS consecutive DURATION-second windows.
+MEASURE_WINDOWS="${MEASURE_WINDOWS:-3}"
 
 check_measure_settings() {
   local v s
-  for v in WARM_WINDOWS:600 STEADY_WINDOW:600 STEADY_MAX:3600 SETTLE:60 SHAPE_MAX:3600; do
+  for v in WARM_WINDOWS:600 STEADY_WINDOW:600 STEADY_MAX:3600 SETTLE:60 SHAPE_MAX:3600 MEASURE_WINDOWS:20; do
     check_int "${v%%:*}" "${v#*:}"
   done
   if ! [[ "$STEADY_TOL" =~ ^[0-9]+(\.[0-9]+)?$ ]] \
@@ -394,13 +397,13 @@ krps() { awk -v r="$1" 'BEGIN { printf "%.0fk", r / 1000 }'; }
 #      past STEADY_MAX seconds (note max); at least one window;
 #   5. for each shape of SHAPES: a SETTLE-second run (phase settle, new connections); for a
 #      shape other than minimal, STEADY_WINDOW-second settle windows until two agree (note
-#      agreed) or the next would pass SHAPE_MAX seconds; then DURATION seconds measured (phase
-#      measure).
+#      agreed) or the next would pass SHAPE_MAX seconds; then MEASURE_WINDOWS windows of DURATION
+#      seconds measured (phase measure; the shape's figure is their median).
 # Returns 1 when the server did not start, answered wrongly, a request failed in any window,
 # or the bench app printed a reflection warning.
 measure_jvm() {
   M_LABEL="$1"; M_TEST="$3"; M_ROUND="$4"; M_DIR="$5"; M_TSV="$6"
-  local variant="$2" bad=0 i total prev note shape warm=""
+  local variant="$2" bad=0 i total prev note shape warm="" measured
   local slog="$M_DIR/server-$M_LABEL-$M_TEST-r$M_ROUND.log"
   if ! start_server "$variant" "$slog"; then
     log "    $M_LABEL failed to start; log: $slog"; stop_server
@@ -443,9 +446,13 @@ measure_jvm() {
         prev="$W_RPS"
       done
     fi
-    load_window measure "$shape" 1 "$DURATION" || bad=1
-    emit_window -
-    log "    $M_TEST $shape: $W_RPS req/s, p99 $W_P99 us, errors $W_ERR, load average $(loadavg)"
+    measured=""
+    for i in $(seq 1 "$MEASURE_WINDOWS"); do
+      load_window measure "$shape" "$i" "$DURATION" || bad=1
+      emit_window -
+      measured+=" $(krps "$W_RPS")"
+    done
+    log "    $M_TEST $shape: req/s by window:$measured; load average $(loadavg)"
   done
   check_reflection "$M_LABEL" "$slog" || bad=1
   stop_server

@@ -29,7 +29,8 @@
 #   5. for each request shape of SHAPES, in the same JVM: a SETTLE-second run in that shape (its
 #      connections are new); for a shape other than minimal, which can cost a deoptimization and
 #      a recompile, STEADY_WINDOW-second windows until two agree or SHAPE_MAX seconds; then
-#      DURATION seconds measured. The steady state is the measured figure of the minimal shape.
+#      MEASURE_WINDOWS consecutive DURATION-second windows measured, the shape's figure being
+#      their median. The steady state is the figure of the minimal shape.
 # Request shapes (bench/pipeline.lua): minimal (request line and Host: wrk's default request),
 # techempower (Host, TechEmpower's Accept for the test, Connection: keep-alive), browser (the
 # dozen-odd headers of a desktop Chrome page load, with a cookie of a few hundred bytes).
@@ -47,7 +48,7 @@
 # warning.
 #
 # Environment (defaults in brackets):
-#   RUNS [5]  DURATION [10] s measured per shape  WARM_WINDOWS [10] one-second windows
+#   RUNS [5]  MEASURE_WINDOWS [3] x DURATION [5] s measured per shape  WARM_WINDOWS [10] one-second windows
 #   STEADY_WINDOW [5] s  STEADY_TOL [3] percent  STEADY_MAX [60] s  SETTLE [5] s per shape  SHAPE_MAX [30] s
 #   SHAPES ["minimal techempower browser"] (must include minimal)
 #   CONNECTIONS [256]  PIPELINE [16]  WRK_THREADS [1]
@@ -65,6 +66,8 @@
 # bench/lib.sh, RUNS_COLUMNS), every wrk output and server log beside it; raw-vertx's steady
 # json minimal median in target/bench/results/peak-json-rps, for bench/latency.sh.
 set -euo pipefail
+# a shape is measured in MEASURE_WINDOWS windows of DURATION seconds (bench/lib.sh)
+DURATION="${DURATION:-5}"
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -92,7 +95,7 @@ total=$(( RUNS * ${#ACTIVE[@]} * n_tests ))
 n=0
 log "${RUNS} rounds x (${ACTIVE[*]}) x ($TESTS), a fresh JVM each: ${WARM_WINDOWS} x 1s warm-up," \
     "steady-seeking ${STEADY_WINDOW}s windows (agree within ${STEADY_TOL}%, at most ${STEADY_MAX}s)," \
-    "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${DURATION}s measured;" \
+    "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median);" \
     "$CONNECTIONS connections, plaintext pipelined $PIPELINE deep"
 for round in $(seq 1 "$RUNS"); do
   for test in $TESTS; do
@@ -112,7 +115,7 @@ python3 "$ROOT/bench/warmup_tables.py" run "$RUNS_TSV" "$LOGS/table.md" "$RESULT
   echo "start-up: exec of java to the first 200 from /plaintext (curl every ~20 ms); then the endpoint check;" \
        "warm-up: $WARM_WINDOWS x 1s windows from there, minimal shape;"
   echo "steady-seeking: ${STEADY_WINDOW}s windows until two agree within ${STEADY_TOL}% or ${STEADY_MAX}s;" \
-       "then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${DURATION}s measured; steady state = the minimal shape's figure"
+       "then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median); steady state = the minimal shape's figure"
   echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \
        "json not pipelined; errors = non-2xx + socket errors, in every window, warm-ups included"
   echo "donkey JSON: $JSON_MODE_RESOLVED; every window: $RUNS_TSV"

@@ -15,7 +15,7 @@ Figures of one JVM (one round of one variant and test):
   start-up     seconds from the exec of java to the first 200 from /plaintext
   first K s    mean req/s of the first K one-second warm-up windows (K = 5 and 10, or fewer
                when there were fewer windows)
-  steady       req/s of the measured run in the minimal shape
+  steady       the median req/s of the measured windows in the minimal shape
   time to 90%  seconds from the first 200 to the end of the first window (warm-up windows,
                then the steady-seeking ones) at >= 0.9 x that JVM's own steady figure;
                infinite ("> N s", N the end of its last such window) when none got there
@@ -63,11 +63,20 @@ def jvms_of(rows):
         j["shape_errors"][shape] = j["shape_errors"].get(shape, 0) + max(0, err)
         j["shape_failed"][shape] = j["shape_failed"].get(shape, 0) + (1 if err < 0 else 0)
         if phase == "measure" and err >= 0:
-            j["measure"][shape] = dict(rps=float(r["rps"]), p99=float(r["p99_us"]))
+            j["measure"].setdefault(shape, []).append((float(r["rps"]), float(r["p99_us"])))
     for j in out.values():
+        j["measure"] = {shape: measured(ws) for shape, ws in j["measure"].items()}
         steady = j["measure"].get("minimal", {}).get("rps")
         j["t90"] = t90(j["warmup"] + j["steady"], steady)
     return out
+
+
+def measured(windows):
+    """A shape's figures from its measured windows [(rps, p99_us)]: the median req/s, and the
+    median p99 of the windows that have one (-1 when none has)."""
+    p99 = [p for _, p in windows if p > 0]
+    return dict(rps=statistics.median(rps for rps, _ in windows),
+                p99=statistics.median(p99) if p99 else -1.0)
 
 
 def t90(windows, steady):
