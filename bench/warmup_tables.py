@@ -9,7 +9,8 @@ window of load).
       PEAK_FILE (bench/latency.sh reads it).
   warmup_tables.py compare RUNS_TSV OUT_MD OLD NEW CONTROL
       one table: per figure the medians of OLD, NEW and CONTROL, NEW/OLD, the per-round
-      NEW/OLD ratios, and CONTROL's per-round figures over its own median.
+      NEW/OLD ratios, OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round figures over its own
+      median.
 
 Figures of one JVM (one round of one variant and test):
   start-up     seconds from the exec of java to the first 200 from /plaintext
@@ -262,8 +263,8 @@ def compare_table(rows, old, new, control):
         return statistics.median(vals), (min(bounds) if bounds else None)
 
     out = [f"| figure | test | {control} | {old} | {new} | {new} / {old} | per round | "
-           f"{control} per round / its median |",
-           "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+           f"{old} / {control} | {new} / {control} | {control} per round / its median |",
+           "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
     for t in tests:
         for name, get, kind in figures:
             (c, cb), (o, ob), (n, nb) = med(control, t, get), med(old, t, get), med(new, t, get)
@@ -277,7 +278,8 @@ def compare_table(rows, old, new, control):
                 x = get(jvms[r, control, t]) if (r, control, t) in jvms else None
                 ctl.append(fmt_ratio(x, c))
             out.append(f"| {name} | {t} | {fmt(c, kind, cb)} | {fmt(o, kind, ob)} | {fmt(n, kind, nb)} | "
-                       f"{fmt_ratio(n, o)} | {' '.join(per)} | {' '.join(ctl)} |")
+                       f"{fmt_ratio(n, o)} | {' '.join(per)} | {fmt_ratio(o, c)} | {fmt_ratio(n, c)} | "
+                       f"{' '.join(ctl)} |")
     notes = []
     for label in (control, old, new):
         js = [j for (_, v, _), j in jvms.items() if v == label]
