@@ -8,8 +8,8 @@
 # (`lein with-profile +bench do javac, compile`, then the classpath through
 # bench/classpath.py), so each runs its own kernel and its own bench app; a worktree with its
 # classpath and kernel classes is reused as it is (delete target/compare/<short sha> to
-# rebuild). The work tree is built as run.sh
-# builds it (SKIP_BUILD=1 reuses target/bench/bench.cp). raw-vertx, from the work tree's build,
+# rebuild). The work tree is built as run.sh builds it (SKIP_BUILD=1 reuses
+# target/bench/bench.cp). raw-vertx, from the work tree's build,
 # runs in every round as a control: it is the same code each round, so the spread of its
 # per-round figures over its own median (1.00 by construction) shows the noise of one figure
 # on this machine at that time; a ratio of two such figures spreads about 1.4 times as much.
@@ -24,15 +24,15 @@
 # steady state, the steady state per shape) and test: the median of raw-vertx, of REV and of
 # the work tree (or REV2), the ratio of the last two medians (new / REV), each round's own
 # new / REV ratio, REV and new each over raw-vertx (ratios of medians), and each round's
-# raw-vertx figure over raw-vertx's median. A ratio above 1
-# is more req/s for throughput figures and more seconds (slower) for start-up and time to 90%.
+# raw-vertx figure over raw-vertx's median. A ratio above 1 is more req/s for throughput
+# figures and more seconds (slower) for start-up and time to 90%.
 # JSON: JSON_MODE auto probes both builds and uses the kernel codec only when both have it.
 # Exits non-zero when a request failed in any window, a server did not start or answered
 # wrongly, or a bench app printed a reflection warning.
 #
-# Environment (defaults in brackets), beside run.sh's (RUNS [5], DURATION, MEASURE_WINDOWS, WARM_WINDOWS,
-# STEADY_WINDOW, STEADY_TOL, STEADY_MAX, SETTLE, SHAPE_MAX, TESTS, CONNECTIONS, PIPELINE, JSON_MODE,
-# PORT, JVM_OPTS, SKIP_BUILD, ...):
+# Environment (defaults in brackets), beside run.sh's (RUNS [5], MEASURE_WINDOWS, DURATION,
+# WARM_WINDOWS, STEADY_WINDOW, STEADY_TOL, STEADY_MAX, SETTLE, SHAPE_MAX, TESTS, CONNECTIONS,
+# PIPELINE, JSON_MODE, PORT, JVM_OPTS, SKIP_BUILD, ...):
 #   VARIANT [donkey-nb]  SHAPES ["minimal techempower"] (must include minimal)
 # Quick smoke run:
 #   RUNS=1 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 DURATION=2 bash bench/compare.sh HEAD~1
