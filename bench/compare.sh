@@ -18,7 +18,8 @@
 # VARIANT, REV first in odd rounds and second in even ones. Every JVM is measured as in run.sh:
 # start-up to the first 200, the endpoint check, WARM_WINDOWS one-second windows,
 # steady-seeking windows, then SETTLE seconds and MEASURE_WINDOWS x DURATION seconds measured
-# per shape of SHAPES.
+# per shape of SHAPES. With ALTERNATE=1 (the default) the round's three JVMs of a test stay
+# alive and their measured windows alternate, as in run.sh.
 #
 # The table gives, per figure (start-up, the first 5 and 10 s of warm-up, time to 90% of the
 # steady state, the steady state per shape) and test: the median of raw-vertx, of REV and of
@@ -31,8 +32,8 @@
 # wrongly, or a bench app printed a reflection warning.
 #
 # Environment (defaults in brackets), beside run.sh's (RUNS [5], MEASURE_WINDOWS, DURATION,
-# WARM_WINDOWS, STEADY_WINDOW, STEADY_TOL, STEADY_MAX, SETTLE, SHAPE_MAX, TESTS, CONNECTIONS,
-# PIPELINE, JSON_MODE, PORT, JVM_OPTS, SKIP_BUILD, ...):
+# ALTERNATE, WARM_WINDOWS, STEADY_WINDOW, STEADY_TOL, STEADY_MAX, SETTLE, SHAPE_MAX, TESTS,
+# CONNECTIONS, PIPELINE, JSON_MODE, PORT, JVM_OPTS, SKIP_BUILD, ...):
 #   VARIANT [donkey-nb]  SHAPES ["minimal techempower"] (must include minimal)
 # Quick smoke run:
 #   RUNS=1 WARM_WINDOWS=3 STEADY_WINDOW=2 STEADY_MAX=4 DURATION=2 bash bench/compare.sh HEAD~1
@@ -125,6 +126,14 @@ log "$RUNS rounds x (raw-vertx $OLD $NEW) x ($TESTS), a fresh JVM each: ${WARM_W
 for round in $(seq 1 "$RUNS"); do
   if [ $((round % 2)) -eq 1 ]; then order=(raw-vertx "$OLD" "$NEW"); else order=(raw-vertx "$NEW" "$OLD"); fi
   for test in $TESTS; do
+    if [ "$ALTERNATE" = 1 ]; then
+      R_LABELS=("${order[@]}"); R_VARIANTS=(); R_CPS=()
+      for label in "${order[@]}"; do R_VARIANTS+=("${label%%@*}"); R_CPS+=("$(cp_of "$label")"); done
+      n=$((n + 3))
+      log "[$n/$total] round $round: ${order[*]} $test, alive together"
+      measure_round "$test" "$round" "$LOGS" "$RUNS_TSV" || failed=1
+      continue
+    fi
     for label in "${order[@]}"; do
       n=$((n + 1))
       log "[$n/$total] round $round: $label $test"
@@ -139,6 +148,9 @@ python3 "$ROOT/bench/warmup_tables.py" compare "$RUNS_TSV" "$LOGS/table.md" "$OL
   echo
   echo "$NEW against $OLD, $RUNS rounds, interleaved (raw-vertx, then the two builds, alternating which goes first)," \
        "a fresh JVM per (build, test, round) on CPU $SERVER_CPU; JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
+  if [ "$ALTERNATE" = 1 ]; then
+    echo "a round's three JVMs of a test alive together; measured windows alternate between them"
+  fi
   echo "warm-up: $WARM_WINDOWS x 1s windows from the first 200; steady-seeking: ${STEADY_WINDOW}s windows until two" \
        "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
   echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \

@@ -96,7 +96,11 @@ ensure_built() {
 
 # ------------------------------------------------------------------------------ servers
 SERVER_PID=""
+SLOT_PID=()  # measure_round's JVMs, by slot; an entry is emptied when its JVM is stopped
 cleanup() {
+  local p
+  # measure_round's other live JVMs
+  for p in "${SLOT_PID[@]}"; do [ -z "$p" ] || kill "$p" 2>/dev/null || true; done
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
@@ -330,6 +334,9 @@ SHAPE_MAX="${SHAPE_MAX:-30}"
 # One window's req/s swings by a tenth or more on a shared host with no JIT activity at all; a
 # shape's figure is the median of MEASURE_WINDOWS consecutive DURATION-second windows.
 MEASURE_WINDOWS="${MEASURE_WINDOWS:-3}"
+# 1: a round's JVMs stay alive and their measured windows alternate (measure_round); 0: each
+# JVM is measured alone and stopped before the next starts (measure_jvm).
+ALTERNATE="${ALTERNATE:-1}"
 
 check_measure_settings() {
   local v s
@@ -344,6 +351,7 @@ check_measure_settings() {
     case "$s" in minimal|techempower|browser) ;; *) die "unknown request shape '$s' in SHAPES" ;; esac
   done
   [[ " $SHAPES " == *" minimal "* ]] || die "SHAPES must include minimal: its figure is the steady state"
+  case "$ALTERNATE" in 0|1) ;; *) die "ALTERNATE must be 0 or 1, got '$ALTERNATE'" ;; esac
 }
 
 # pin_self: the calling script (and so its curl polls, wrk, awk and python) on LOAD_CPU, off the
@@ -387,8 +395,66 @@ agree() {  # agree A B: A and B (req/s) differ by at most STEADY_TOL percent of 
 
 krps() { awk -v r="$1" 'BEGIN { printf "%.0fk", r / 1000 }'; }
 
+# jvm_warm LABEL VARIANT TEST ROUND DIR TSV: steps 1-4 of measure_jvm on a fresh JVM of VARIANT
+# (classpath $CP, port $PORT), rows appended to TSV; leaves it running (SERVER_PID, READY_US)
+# and sets M_* for the windows that follow. Returns 1 when it did not start (nothing left
+# running), 2 when it answered wrongly or a request failed (still running).
+jvm_warm() {
+  M_LABEL="$1"; M_TEST="$3"; M_ROUND="$4"; M_DIR="$5"; M_TSV="$6"
+  M_LOG="$M_DIR/server-$M_LABEL-$M_TEST-r$M_ROUND.log"
+  local variant="$2" bad=0 i total prev note warm=""
+  if ! start_server "$variant" "$M_LOG"; then
+    log "    $M_LABEL failed to start; log: $M_LOG"; stop_server
+    tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 0 0 -1 -1 "$(loadavg)" 0 start-failed
+    return 1
+  fi
+  tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 "$(us_to_s "$STARTUP_US")" 0 -1 0 "$(loadavg)" 0 -
+  check_endpoints "$variant" "$M_DIR" "$M_TEST" || { log "    $M_LABEL answers wrongly; log: $M_LOG"; bad=2; }
+  for i in $(seq 1 "$WARM_WINDOWS"); do
+    load_window warmup minimal "$i" 1 || bad=2
+    emit_window -
+    warm+=" $(krps "$W_RPS")"
+  done
+  log "    $M_TEST: start-up $(us_to_s "$STARTUP_US" | cut -c1-5) s; warm-up req/s by second:$warm"
+  i=0; total=0; prev=""
+  while :; do
+    i=$((i + 1))
+    load_window steady minimal "$i" "$STEADY_WINDOW" || bad=2
+    total=$((total + STEADY_WINDOW))
+    note=-
+    if [ -n "$prev" ] && agree "$prev" "$W_RPS"; then note=agreed
+    elif [ $((total + STEADY_WINDOW)) -gt "$STEADY_MAX" ]; then note=max
+    fi
+    emit_window "$note"
+    [ "$note" = - ] || break
+    prev="$W_RPS"
+  done
+  log "    $M_TEST: steady-seeking: $i window(s) of ${STEADY_WINDOW}s, ended by $note at ${W_TEND%????}s after the first 200"
+  return $bad
+}
+
+# shape_settle SHAPE: step 5's settle on the JVM of M_*: a SETTLE-second run, then for a shape
+# other than minimal STEADY_WINDOW-second windows until two agree or SHAPE_MAX seconds passed.
+# Returns 1 when a request failed.
+shape_settle() {
+  local shape="$1" bad=0 i=1 total=0 prev=""
+  load_window settle "$shape" 1 "$SETTLE" || bad=1
+  emit_window -
+  if [ "$shape" != minimal ]; then
+    while [ $((total + STEADY_WINDOW)) -le "$SHAPE_MAX" ]; do
+      i=$((i + 1))
+      load_window settle "$shape" "$i" "$STEADY_WINDOW" || bad=1
+      total=$((total + STEADY_WINDOW))
+      if [ -n "$prev" ] && agree "$prev" "$W_RPS"; then emit_window agreed; break; fi
+      emit_window -
+      prev="$W_RPS"
+    done
+  fi
+  return $bad
+}
+
 # measure_jvm LABEL VARIANT TEST ROUND DIR TSV: starts VARIANT on the classpath $CP in a fresh
-# JVM and measures TEST on it, appending rows to TSV (logs in DIR, named after LABEL):
+# JVM and measures TEST on it alone, appending rows to TSV (logs in DIR, named after LABEL):
 #   1. start-up: from the exec of java to the first 200 from /plaintext (start_server);
 #   2. check_endpoints for TEST (a couple of curl requests), right after that first 200;
 #   3. warm-up: WARM_WINDOWS consecutive 1-second wrk windows, minimal shape;
@@ -402,50 +468,12 @@ krps() { awk -v r="$1" 'BEGIN { printf "%.0fk", r / 1000 }'; }
 # Returns 1 when the server did not start, answered wrongly, a request failed in any window,
 # or the bench app printed a reflection warning.
 measure_jvm() {
-  M_LABEL="$1"; M_TEST="$3"; M_ROUND="$4"; M_DIR="$5"; M_TSV="$6"
-  local variant="$2" bad=0 i total prev note shape warm="" measured
-  local slog="$M_DIR/server-$M_LABEL-$M_TEST-r$M_ROUND.log"
-  if ! start_server "$variant" "$slog"; then
-    log "    $M_LABEL failed to start; log: $slog"; stop_server
-    tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 0 0 -1 -1 "$(loadavg)" 0 start-failed
-    return 1
-  fi
-  tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 "$(us_to_s "$STARTUP_US")" 0 -1 0 "$(loadavg)" 0 -
-  check_endpoints "$variant" "$M_DIR" "$M_TEST" || { log "    $M_LABEL answers wrongly; log: $slog"; bad=1; }
-  for i in $(seq 1 "$WARM_WINDOWS"); do
-    load_window warmup minimal "$i" 1 || bad=1
-    emit_window -
-    warm+=" $(krps "$W_RPS")"
-  done
-  log "    $M_TEST: start-up $(us_to_s "$STARTUP_US" | cut -c1-5) s; warm-up req/s by second:$warm"
-  i=0; total=0; prev=""
-  while :; do
-    i=$((i + 1))
-    load_window steady minimal "$i" "$STEADY_WINDOW" || bad=1
-    total=$((total + STEADY_WINDOW))
-    note=-
-    if [ -n "$prev" ] && agree "$prev" "$W_RPS"; then note=agreed
-    elif [ $((total + STEADY_WINDOW)) -gt "$STEADY_MAX" ]; then note=max
-    fi
-    emit_window "$note"
-    [ "$note" = - ] || break
-    prev="$W_RPS"
-  done
-  log "    $M_TEST: steady-seeking: $i window(s) of ${STEADY_WINDOW}s, ended by $note at ${W_TEND%????}s after the first 200"
+  local bad=0 rc=0 shape i measured
+  jvm_warm "$@" || rc=$?
+  [ "$rc" -ne 1 ] || return 1
+  [ "$rc" -eq 0 ] || bad=1
   for shape in $SHAPES; do
-    load_window settle "$shape" 1 "$SETTLE" || bad=1
-    emit_window -
-    if [ "$shape" != minimal ]; then
-      i=1; total=0; prev=""
-      while [ $((total + STEADY_WINDOW)) -le "$SHAPE_MAX" ]; do
-        i=$((i + 1))
-        load_window settle "$shape" "$i" "$STEADY_WINDOW" || bad=1
-        total=$((total + STEADY_WINDOW))
-        if [ -n "$prev" ] && agree "$prev" "$W_RPS"; then emit_window agreed; break; fi
-        emit_window -
-        prev="$W_RPS"
-      done
-    fi
+    shape_settle "$shape" || bad=1
     measured=""
     for i in $(seq 1 "$MEASURE_WINDOWS"); do
       load_window measure "$shape" "$i" "$DURATION" || bad=1
@@ -454,8 +482,55 @@ measure_jvm() {
     done
     log "    $M_TEST $shape: req/s by window:$measured; load average $(loadavg)"
   done
-  check_reflection "$M_LABEL" "$slog" || bad=1
+  check_reflection "$M_LABEL" "$M_LOG" || bad=1
   stop_server
+  return $bad
+}
+
+# measure_round TEST ROUND DIR TSV: measure_jvm's steps for one fresh JVM per entry of R_LABELS
+# (variant in R_VARIANTS, classpath in R_CPS), all alive together on SERVER_CPU, the k-th on
+# port PORT+k. Steps 1-4 run for each JVM in turn, alone under load while the ones before it
+# sit idle. Then, per shape, each JVM gets its settle, and the measured windows go round the
+# JVMs: window w of every JVM, then window w+1, starting one JVM further on each time. A
+# JVM's figure is measured within the same minute as the others', so a change in the host's
+# speed over the run (other tenants, thermal limits) falls on all of them alike instead of on
+# whichever JVM ran at the time. Returns 1 as measure_jvm does, for any of the JVMs.
+measure_round() {
+  local test="$1" round="$2" dir="$3" tsv="$4" base="$PORT" bad=0 rc k j w shape
+  local -a live=() ready=() measured=()
+  for k in "${!R_LABELS[@]}"; do
+    PORT=$((base + k)); CP="${R_CPS[k]}"
+    log "  ${R_LABELS[k]} (port $PORT)"
+    rc=0; jvm_warm "${R_LABELS[k]}" "${R_VARIANTS[k]}" "$test" "$round" "$dir" "$tsv" || rc=$?
+    [ "$rc" -eq 0 ] || bad=1
+    if [ "$rc" -ne 1 ]; then SLOT_PID[k]="$SERVER_PID"; ready[k]="$READY_US"; live+=("$k"); fi
+    SERVER_PID=""
+  done
+  # slot K's JVM becomes the one load_window and stop_server act on
+  use_slot() {
+    PORT=$((base + $1)); M_LABEL="${R_LABELS[$1]}"; READY_US="${ready[$1]}"; SERVER_PID="${SLOT_PID[$1]}"
+    M_LOG="$dir/server-$M_LABEL-$test-r$round.log"
+  }
+  for shape in $SHAPES; do
+    for k in "${live[@]}"; do use_slot "$k"; shape_settle "$shape" || bad=1; measured[k]=""; done
+    for w in $(seq 1 "$MEASURE_WINDOWS"); do
+      for j in "${!live[@]}"; do
+        k="${live[$(( (j + w - 1) % ${#live[@]} ))]}"
+        use_slot "$k"
+        load_window measure "$shape" "$w" "$DURATION" || bad=1
+        emit_window -
+        measured[k]+=" $(krps "$W_RPS")"
+      done
+    done
+    for k in "${live[@]}"; do log "    ${R_LABELS[k]} $test $shape: req/s by window:${measured[k]}"; done
+  done
+  for k in "${live[@]}"; do
+    use_slot "$k"
+    check_reflection "$M_LABEL" "$M_LOG" || bad=1
+    stop_server
+    SLOT_PID[k]=""
+  done
+  SERVER_PID=""; PORT="$base"
   return $bad
 }
 

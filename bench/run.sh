@@ -29,8 +29,14 @@
 #   5. for each request shape of SHAPES, in the same JVM: a SETTLE-second run in that shape (its
 #      connections are new); for a shape other than minimal, which can cost a deoptimization and
 #      a recompile, STEADY_WINDOW-second windows until two agree or SHAPE_MAX seconds; then
-#      MEASURE_WINDOWS consecutive DURATION-second windows measured, the shape's figure being
-#      their median. The steady state is the figure of the minimal shape.
+#      MEASURE_WINDOWS DURATION-second windows measured, the shape's figure being their median.
+#      The steady state is the figure of the minimal shape.
+# With ALTERNATE=1 (the default) a round's JVMs of a test stay alive together on CPU 0: each
+# runs steps 1-4 alone under load while the ones before it sit idle, then per shape each gets
+# its settle and the measured windows go round the JVMs (window 1 of each, window 2 of each,
+# starting one further on each time; bench/lib.sh, measure_round). The host's speed drifts
+# over minutes by more than the gaps measured here; alternating puts every variant's windows
+# in the same minute. ALTERNATE=0 measures each JVM alone and stops it before the next starts.
 # Request shapes (bench/pipeline.lua): minimal (request line and Host: wrk's default request),
 # techempower (Host, TechEmpower's Accept for the test, Connection: keep-alive), browser (the
 # dozen-odd headers of a desktop Chrome page load, with a cookie of a few hundred bytes).
@@ -49,6 +55,7 @@
 #
 # Environment (defaults in brackets):
 #   RUNS [5]  MEASURE_WINDOWS [3] x DURATION [5] s measured per shape  WARM_WINDOWS [10] one-second windows
+#   ALTERNATE [1]: 1 alternates the measured windows between a round's live JVMs, 0 does not
 #   STEADY_WINDOW [5] s  STEADY_TOL [3] percent  STEADY_MAX [60] s  SETTLE [5] s per shape  SHAPE_MAX [30] s
 #   SHAPES ["minimal techempower browser"] (must include minimal)
 #   CONNECTIONS [256]  PIPELINE [16]  WRK_THREADS [1]
@@ -99,6 +106,14 @@ log "${RUNS} rounds x (${ACTIVE[*]}) x ($TESTS), a fresh JVM each: ${WARM_WINDOW
     "$CONNECTIONS connections, plaintext pipelined $PIPELINE deep"
 for round in $(seq 1 "$RUNS"); do
   for test in $TESTS; do
+    if [ "$ALTERNATE" = 1 ]; then
+      R_LABELS=("${ACTIVE[@]}"); R_VARIANTS=("${ACTIVE[@]}"); R_CPS=()
+      for v in "${ACTIVE[@]}"; do R_CPS+=("$CP"); done
+      n=$((n + ${#ACTIVE[@]}))
+      log "[$n/$total] round $round: ${ACTIVE[*]} $test, alive together"
+      measure_round "$test" "$round" "$LOGS" "$RUNS_TSV" || failed=1
+      continue
+    fi
     for v in "${ACTIVE[@]}"; do
       n=$((n + 1))
       log "[$n/$total] round $round: $v $test"
@@ -112,6 +127,9 @@ python3 "$ROOT/bench/warmup_tables.py" run "$RUNS_TSV" "$LOGS/table.md" "$RESULT
   echo
   echo "medians of $RUNS rounds, interleaved, a fresh JVM per (variant, test, round) on CPU $SERVER_CPU;" \
        "JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
+  if [ "$ALTERNATE" = 1 ]; then
+    echo "a round's JVMs of a test alive together; measured windows alternate between them"
+  fi
   echo "start-up: exec of java to the first 200 from /plaintext (curl every ~20 ms); then the endpoint check;" \
        "warm-up: $WARM_WINDOWS x 1s windows from there, minimal shape;"
   echo "steady-seeking: ${STEADY_WINDOW}s windows until two agree within ${STEADY_TOL}% or ${STEADY_MAX}s;" \
