@@ -19,7 +19,8 @@
 # start-up to the first 200, the endpoint check, WARM_WINDOWS one-second windows,
 # steady-seeking windows, then SETTLE seconds and MEASURE_WINDOWS x DURATION seconds measured
 # per shape of SHAPES. With ALTERNATE=1 (the default) the round's three JVMs of a test stay
-# alive and their measured windows alternate, as in run.sh.
+# alive and their measured windows alternate, as in run.sh, and the order rotates each round
+# (raw-vertx first in rounds 1 and 4, last in 2 and 5, second in 3).
 #
 # The table gives, per figure (start-up, the first 5 and 10 s of warm-up, time to 90% of the
 # steady state, the steady state per shape) and test: the median of raw-vertx, of REV and of
@@ -125,6 +126,12 @@ log "$RUNS rounds x (raw-vertx $OLD $NEW) x ($TESTS), a fresh JVM each: ${WARM_W
     "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
 for round in $(seq 1 "$RUNS"); do
   if [ $((round % 2)) -eq 1 ]; then order=(raw-vertx "$OLD" "$NEW"); else order=(raw-vertx "$NEW" "$OLD"); fi
+  if [ "$ALTERNATE" = 1 ]; then
+    # the three JVMs share CPU 0 for minutes: each build takes each place (first started,
+    # longest idle) in turn, so none of the figures rests on one place
+    r=$(( (round - 1) % 3 ))
+    order=("${order[@]:r}" "${order[@]:0:r}")
+  fi
   for test in $TESTS; do
     if [ "$ALTERNATE" = 1 ]; then
       R_LABELS=("${order[@]}"); R_VARIANTS=(); R_CPS=()
@@ -149,7 +156,7 @@ python3 "$ROOT/bench/warmup_tables.py" compare "$RUNS_TSV" "$LOGS/table.md" "$OL
   echo "$NEW against $OLD, $RUNS rounds, interleaved (raw-vertx, then the two builds, alternating which goes first)," \
        "a fresh JVM per (build, test, round) on CPU $SERVER_CPU; JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
   if [ "$ALTERNATE" = 1 ]; then
-    echo "a round's three JVMs of a test alive together; measured windows alternate between them"
+    echo "a round's three JVMs of a test alive together; measured windows alternate between them; the order rotates each round"
   fi
   echo "warm-up: $WARM_WINDOWS x 1s windows from the first 200; steady-seeking: ${STEADY_WINDOW}s windows until two" \
        "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"

@@ -107,7 +107,9 @@ log "${RUNS} rounds x (${ACTIVE[*]}) x ($TESTS), a fresh JVM each: ${WARM_WINDOW
 for round in $(seq 1 "$RUNS"); do
   for test in $TESTS; do
     if [ "$ALTERNATE" = 1 ]; then
-      R_LABELS=("${ACTIVE[@]}"); R_VARIANTS=("${ACTIVE[@]}"); R_CPS=()
+      # each variant takes each place (first started, longest idle) in turn
+      r=$(( (round - 1) % ${#ACTIVE[@]} ))
+      R_LABELS=("${ACTIVE[@]:r}" "${ACTIVE[@]:0:r}"); R_VARIANTS=("${R_LABELS[@]}"); R_CPS=()
       for v in "${ACTIVE[@]}"; do R_CPS+=("$CP"); done
       n=$((n + ${#ACTIVE[@]}))
       log "[$n/$total] round $round: ${ACTIVE[*]} $test, alive together"
