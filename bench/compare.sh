@@ -153,11 +153,13 @@ done
 python3 "$ROOT/bench/warmup_tables.py" compare "$RUNS_TSV" "$LOGS/table.md" "$OLD" "$NEW" raw-vertx
 {
   echo
-  echo "$NEW against $OLD, $RUNS rounds, interleaved (raw-vertx, then the two builds, alternating which goes first)," \
-       "a fresh JVM per (build, test, round) on CPU $SERVER_CPU; JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
   if [ "$ALTERNATE" = 1 ]; then
-    echo "a round's three JVMs of a test alive together; measured windows alternate between them; the order rotates each round"
+    order_text="the three JVMs of a test alive together, their measured windows alternating; the order rotating each round"
+  else
+    order_text="raw-vertx, then the two builds, alternating which goes first"
   fi
+  echo "$NEW against $OLD, $RUNS rounds, interleaved ($order_text)," \
+       "a fresh JVM per (build, test, round) on CPU $SERVER_CPU; JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
   echo "warm-up: $WARM_WINDOWS x 1s windows from the first 200; steady-seeking: ${STEADY_WINDOW}s windows until two" \
        "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
   echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \

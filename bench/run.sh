@@ -34,9 +34,10 @@
 # With ALTERNATE=1 (the default) a round's JVMs of a test stay alive together on CPU 0: each
 # runs steps 1-4 alone under load while the ones before it sit idle, then per shape each gets
 # its settle and the measured windows go round the JVMs (window 1 of each, window 2 of each,
-# starting one further on each time; bench/lib.sh, measure_round). The host's speed drifts
-# over minutes by more than the gaps measured here; alternating puts every variant's windows
-# in the same minute. ALTERNATE=0 measures each JVM alone and stops it before the next starts.
+# starting one further on each time; bench/lib.sh, measure_round), and the variants' order
+# rotates each round. The host's speed drifts over minutes by more than the gaps measured
+# here; alternating puts every variant's windows in the same minute. ALTERNATE=0 measures
+# each JVM alone and stops it before the next starts.
 # Request shapes (bench/pipeline.lua): minimal (request line and Host: wrk's default request),
 # techempower (Host, TechEmpower's Accept for the test, Connection: keep-alive), browser (the
 # dozen-odd headers of a desktop Chrome page load, with a cookie of a few hundred bytes).
