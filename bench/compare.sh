@@ -129,8 +129,8 @@ for round in $(seq 1 "$RUNS"); do
   if [ "$ALTERNATE" = 1 ]; then
     # the three JVMs share CPU 0 for minutes: each build takes each place (first started,
     # longest idle) in turn, so none of the figures rests on one place
-    r=$(( (round - 1) % 3 ))
-    order=("${order[@]:r}" "${order[@]:0:r}")
+    rotated "$round" "${order[@]}"
+    order=("${ROTATED[@]}")
   fi
   for test in $TESTS; do
     if [ "$ALTERNATE" = 1 ]; then

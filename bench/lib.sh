@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared by the bench scripts (sourced, not run): settings, build, starting/stopping one pinned
-# server at a time, and (run.sh, compare.sh) the start-up / warm-up / steady-state measurement of
+# Shared by the bench scripts (sourced, not run): settings, build, starting/stopping pinned
+# servers, and (run.sh, compare.sh) the start-up / warm-up / steady-state measurement of
 # one fresh JVM. See run.sh for the environment variables.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -468,23 +468,15 @@ shape_settle() {
 # Returns 1 when the server did not start, answered wrongly, a request failed in any window,
 # or the bench app printed a reflection warning.
 measure_jvm() {
-  local bad=0 rc=0 shape i measured
-  jvm_warm "$@" || rc=$?
-  [ "$rc" -ne 1 ] || return 1
-  [ "$rc" -eq 0 ] || bad=1
-  for shape in $SHAPES; do
-    shape_settle "$shape" || bad=1
-    measured=""
-    for i in $(seq 1 "$MEASURE_WINDOWS"); do
-      load_window measure "$shape" "$i" "$DURATION" || bad=1
-      emit_window -
-      measured+=" $(krps "$W_RPS")"
-    done
-    log "    $M_TEST $shape: req/s by window:$measured; load average $(loadavg)"
-  done
-  check_reflection "$M_LABEL" "$M_LOG" || bad=1
-  stop_server
-  return $bad
+  R_LABELS=("$1"); R_VARIANTS=("$2"); R_CPS=("$CP")
+  measure_round "$3" "$4" "$5" "$6"
+}
+
+# rotated ROUND ITEM...: ROTATED=(the items, rotated left by ROUND-1), so that over the rounds
+# each item takes each place in a round's order
+rotated() {
+  local r=$(( ($1 - 1) % ($# - 1) )); shift
+  ROTATED=("${@:r+1}" "${@:1:r}")
 }
 
 # measure_round TEST ROUND DIR TSV: measure_jvm's steps for one fresh JVM per entry of R_LABELS
@@ -495,6 +487,7 @@ measure_jvm() {
 # JVM's figure is measured within the same minute as the others', so a change in the host's
 # speed over the run (other tenants, thermal limits) falls on all of them alike instead of on
 # whichever JVM ran at the time. Returns 1 as measure_jvm does, for any of the JVMs.
+# (measure_jvm is this with one JVM.)
 measure_round() {
   local test="$1" round="$2" dir="$3" tsv="$4" base="$PORT" bad=0 rc k j w shape
   local -a live=() ready=() measured=()
@@ -522,7 +515,9 @@ measure_round() {
         measured[k]+=" $(krps "$W_RPS")"
       done
     done
-    for k in "${live[@]}"; do log "    ${R_LABELS[k]} $test $shape: req/s by window:${measured[k]}"; done
+    for k in "${live[@]}"; do
+      log "    ${R_LABELS[k]} $test $shape: req/s by window:${measured[k]}; load average $(loadavg)"
+    done
   done
   for k in "${live[@]}"; do
     use_slot "$k"

@@ -109,11 +109,11 @@ for round in $(seq 1 "$RUNS"); do
   for test in $TESTS; do
     if [ "$ALTERNATE" = 1 ]; then
       # each variant takes each place (first started, longest idle) in turn
-      r=$(( (round - 1) % ${#ACTIVE[@]} ))
-      R_LABELS=("${ACTIVE[@]:r}" "${ACTIVE[@]:0:r}"); R_VARIANTS=("${R_LABELS[@]}"); R_CPS=()
+      rotated "$round" "${ACTIVE[@]}"
+      R_LABELS=("${ROTATED[@]}"); R_VARIANTS=("${ROTATED[@]}"); R_CPS=()
       for v in "${ACTIVE[@]}"; do R_CPS+=("$CP"); done
       n=$((n + ${#ACTIVE[@]}))
-      log "[$n/$total] round $round: ${ACTIVE[*]} $test, alive together"
+      log "[$n/$total] round $round: ${R_LABELS[*]} $test, alive together"
       measure_round "$test" "$round" "$LOGS" "$RUNS_TSV" || failed=1
       continue
     fi
