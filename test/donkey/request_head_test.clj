@@ -129,7 +129,32 @@
     (testing "Connection: close"
       (let [r (exchange "GET / HTTP/1.1\r\nHost: x\r\nCONNECTION: close\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")]
         (is (= [200] (statuses (:resp r))) "the request behind it is not served")
-        (is (closed? r))))))
+        (is (closed? r))))
+    (testing "a connection's next request names its lines in another case"
+      ;; (the names a connection's earlier request used are recognised faster; others still are)
+      (let [r (exchange (str "GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+                             "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n"))]
+        (is (= [200 400] (statuses (:resp r))) "two Host lines on the second request")
+        (is (closed? r)))
+      (let [r (exchange (str "GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+                             "GET / HTTP/1.1\r\nHost: x\r\nconnection: Close\r\n\r\n"
+                             "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))]
+        (is (= [200 200] (statuses (:resp r))) "no request behind the one that says close")
+        (is (closed? r)))
+      (let [r (exchange (str "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET / HTTP/1.1\r\nHost: x\r\nHOST: y\r\n\r\n"))]
+        (is (= [200 400] (statuses (:resp r))) "the known instance, then another casing")))))
+
+;; the Connection value's scan: one token with nothing around it is compared whole, anything
+;; else is read as a list; either way `close` matches only as a whole token, in ASCII case
+(deftest connection-values-list-close-only-as-a-token
+  (doseq [v ["close" "CLOSE" "Close" "keep-alive, close" "close,TE" " close" "close\t" ",close"
+             "TE ,  close  ,x"]]
+    (is (donkey.ring.HeaderLines/lists v "close") (pr-str v))
+    (is (donkey.ring.HeaderLines/lists (io.netty.util.AsciiString. ^String v) "close") (pr-str v)))
+  (doseq [v ["" "keep-alive" "closed" "clos" "xclose" "close-x" "c lose" "keep-alive, closed"
+             ",," "cl\u00d6se" "CLO\u017fE"]]
+    (is (not (donkey.ring.HeaderLines/lists v "close")) (pr-str v))))
 
 (deftest refusals-answer-with-http-1-1
   (with-server echo (assoc opts :max-initial-line-length 256 :max-header-size 512)

@@ -64,7 +64,8 @@ final class MultipartHeaders {
     if (disposition == null) throw MultipartException.malformed("part without Content-Disposition");
     int type = HttpTokens.tokenEnd(disposition, 0);
     int after = HttpTokens.skipOws(disposition, type);
-    if (type != 9 || !disposition.regionMatches(true, 0, "form-data", 0, 9)
+    if (type != 9
+        || !io.netty.util.AsciiString.regionMatchesAscii(disposition, true, 0, "form-data", 0, 9)
         || (after < disposition.length() && disposition.charAt(after) != ';')) {
       throw MultipartException.malformed("part Content-Disposition is not form-data");
     }

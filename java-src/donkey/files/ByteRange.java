@@ -19,7 +19,7 @@ final class ByteRange {
    */
   static long[] single(String header, long length, int max) {
     String v = header.trim();
-    if (!v.regionMatches(true, 0, "bytes=", 0, 6)) return null;
+    if (!io.netty.util.AsciiString.regionMatchesAscii(v, true, 0, "bytes=", 0, 6)) return null;
     String[] specs = v.substring(6).split(",", -1);
     if (specs.length > max) return null;
     long first = -1;

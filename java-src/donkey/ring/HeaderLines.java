@@ -103,6 +103,17 @@ public final class HeaderLines {
   public static boolean lists(CharSequence v, String token) {
     int n = v.length();
     int t = token.length();
+    if (v instanceof String) {
+      // the usual value is one token with no blanks around it ("keep-alive"): one comparison
+      String s = (String) v;
+      if (n == 0) return false;
+      char first = s.charAt(0);
+      char last = s.charAt(n - 1);
+      if (first != ' ' && first != '\t' && first != ',' && last != ' ' && last != '\t'
+          && s.indexOf(',') < 0) {
+        return n == t && AsciiString.regionMatchesAscii(s, true, 0, token, 0, t);
+      }
+    }
     int i = 0;
     while (i < n) {
       while (i < n && (v.charAt(i) == ' ' || v.charAt(i) == '\t' || v.charAt(i) == ',')) i++;
@@ -110,7 +121,7 @@ public final class HeaderLines {
       while (i < n && v.charAt(i) != ',') i++;
       int end = i;
       while (end > start && (v.charAt(end - 1) == ' ' || v.charAt(end - 1) == '\t')) end--;
-      if (end - start == t && AsciiString.regionMatches(v, true, start, token, 0, t)) {
+      if (end - start == t && AsciiString.regionMatchesAscii(v, true, start, token, 0, t)) {
         return true;
       }
     }

@@ -5,6 +5,7 @@ import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
 import donkey.codec.ContentType;
+import io.netty.util.AsciiString;
 import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -381,8 +382,9 @@ public final class RequestMap {
   static HostAndPort targetAuthority(String target) {
     String a = absoluteAuthority(target);
     if (a == null || a.isEmpty()) return null;
-    int defaultPort = target.regionMatches(true, 0, "https:", 0, 6) ? 443
-        : target.regionMatches(true, 0, "http:", 0, 5) ? 80 : -1;
+    // (ASCII case only: String's own ignore-case comparison folds other letters into ASCII)
+    int defaultPort = AsciiString.regionMatchesAscii(target, true, 0, "https:", 0, 6) ? 443
+        : AsciiString.regionMatchesAscii(target, true, 0, "http:", 0, 5) ? 80 : -1;
     return HostAndPort.parseAuthority(a, defaultPort);
   }
 
