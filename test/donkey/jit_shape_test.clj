@@ -57,6 +57,7 @@
 (deftest header-scan-is-its-own-unit
   (is-own-unit "donkey.kernel.HeadCheck"
                (str "java.lang.String headerLines(io.vertx.core.MultiMap, "
-                    "io.vertx.core.http.HttpVersion, java.lang.String)")
+                    "io.vertx.core.http.HttpVersion, java.lang.String, "
+                    "donkey.kernel.ConnectionGuard$State)")
                "HeadCheck.headerLines"
                "so that a request shape the JIT has not seen deoptimizes the header scan alone"))

@@ -98,7 +98,7 @@ abstract class Admission extends ErrorAnswers {
     HeadCheck check = loop.headCheck;
     String bad;
     try {
-      bad = check.check(req);
+      bad = check.check(req, connection);
       if (bad == null && h2 && !check.hasHost()) bad = hostFromAuthority(check);
     } catch (RuntimeException e) {
       LOG.log(Level.ERROR, "the head of " + where() + " could not be checked", e);

@@ -65,6 +65,12 @@ final class ConnectionGuard {
     long readsAtEnd;
     /** When the sweep first saw the next request head begin to arrive; 0 before. */
     long headSince;
+    /**
+     * The name instances of the Host and Connection lines of this connection's last request
+     * ({@link HeadCheck}), or null.
+     */
+    CharSequence hostName;
+    CharSequence connectionName;
     /** The request being served (HTTP/1.x serves one at a time per connection), or null. */
     Exchange current;
     /**

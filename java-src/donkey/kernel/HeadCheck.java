@@ -56,10 +56,11 @@ final class HeadCheck {
   /**
    * Event loop: checks {@code req}'s head.
    *
+   * @param conn the state of {@code req}'s connection, or null when it is not tracked
    * @return null when it may be served, else the reason for the answer ({@link #status}), to
    *     send as it is
    */
-  String check(HttpServerRequest req) {
+  String check(HttpServerRequest req, ConnectionGuard.State conn) {
     contentLength = null;
     transferEncoding = null;
     close = false;
@@ -79,7 +80,7 @@ final class HeadCheck {
       if (bad != null) return bad;
       validTarget = uri;
     }
-    return headerLines(req.headers(), req.version(), uri);
+    return headerLines(req.headers(), req.version(), uri, conn);
   }
 
   /** True when the head {@link #check} saw last had a Host line. */
@@ -103,7 +104,10 @@ final class HeadCheck {
    * connection fields, then the Host checks. Names are compared with Netty's own AsciiString
    * constants: the same instance when the decoder hands out its constant for a well-known
    * name, else a comparison of bytes, where a String would be read char by char (which the
-   * interpreter and C1 pay for per request).
+   * interpreter and C1 pay for per request). A connection's decoder hands out the same
+   * name instance for Host and for Connection on each of its requests (its own constant for
+   * the usual casing): the instance that matched is kept on the connection, and the next
+   * request's line with that very instance needs no comparison.
    *
    * <p>Kept over C2's inlining size ({@code donkey.jit-shape-test}), so it is compiled on its
    * own: a request shape the JIT has not seen yet (a Connection line, a browser's dozen
@@ -112,7 +116,8 @@ final class HeadCheck {
    *
    * @return null, or the reason for a 400
    */
-  private String headerLines(MultiMap lines, HttpVersion version, String uri) {
+  private String headerLines(MultiMap lines, HttpVersion version, String uri,
+                             ConnectionGuard.State conn) {
     // the decoded lines themselves, in order, without a String made of each name
     Iterator<Map.Entry<CharSequence, CharSequence>> it = VertxInternals.lines(lines);
     String host = null;
@@ -123,18 +128,27 @@ final class HeadCheck {
       host = this.host;
       hosts = this.hosts;
     } else {
+      CharSequence hostName = conn == null ? null : conn.hostName;
+      CharSequence connectionName = conn == null ? null : conn.connectionName;
       while (it.hasNext()) {
         Map.Entry<CharSequence, CharSequence> line = it.next();
         CharSequence name = line.getKey();
         int n = name.length();
         if (n == 4) {
-          if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.HOST) && hosts++ == 0) {
-            host = line.getValue().toString();
+          boolean isHost = name == hostName;
+          if (!isHost && AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.HOST)) {
+            isHost = true;
+            hostName = name;
           }
+          if (isHost && hosts++ == 0) host = line.getValue().toString();
         } else if (n == 10) {
-          if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.CONNECTION)) {
-            close |= listsClose(line.getValue());
+          boolean isConnection = name == connectionName;
+          if (!isConnection
+              && AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.CONNECTION)) {
+            isConnection = true;
+            connectionName = name;
           }
+          if (isConnection) close |= listsClose(line.getValue());
         } else if (n == 7) {
           if (AsciiString.contentEqualsIgnoreCase(name, HttpHeaderNames.UPGRADE)) {
             websocket |= HeaderLines.lists(line.getValue(), "websocket");
@@ -155,6 +169,10 @@ final class HeadCheck {
       }
       this.host = host;
       this.hosts = hosts;
+      if (conn != null) {
+        conn.hostName = hostName;
+        conn.connectionName = connectionName;
+      }
     }
     if (hosts > 1) return "Bad Request: more than one Host header";
     if (hosts == 0) {
