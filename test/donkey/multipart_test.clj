@@ -315,6 +315,9 @@
                "part header without a name" (concat-bytes ok-part (part {:headers [": x"]}))
                "part header starts with a space" (concat-bytes ok-part (part {:headers [" name=x"]}))
                "part without Content-Disposition" (concat-bytes ok-part (part {:headers ["Content-Type: text/plain"]}))
+               ;; names compare in ASCII case only: U+0131 and U+017F fold into I and S in Java's
+               ;; ignore-case comparisons, and this is no Content-Disposition to other parsers
+               "part without Content-Disposition " (concat-bytes ok-part (part {:headers ["Content-D\u0131\u017Fposition: form-data; name=\"x\""]}))
                "part Content-Disposition without a name" (concat-bytes ok-part (part {:headers ["Content-Disposition: form-data; filename=\"a\""]}))
                "part Content-Disposition is not form-data" (concat-bytes ok-part (part {:headers ["Content-Disposition: attachment; name=\"a\""]}))
                "unterminated quoted string in Content-Disposition" (concat-bytes ok-part (part {:headers ["Content-Disposition: form-data; name=\"a"]}))

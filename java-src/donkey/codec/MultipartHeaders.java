@@ -55,17 +55,19 @@ final class MultipartHeaders {
       if (colon < 0) throw MultipartException.malformed("part header without a colon");
       String name = line.substring(0, colon).trim();
       if (name.isEmpty()) throw MultipartException.malformed("part header without a name");
-      if (disposition == null && name.equalsIgnoreCase("content-disposition")) {
+      // (ASCII case only: String's own ignore-case comparison folds other letters into ASCII)
+      if (disposition == null && name.length() == 19
+          && HttpTokens.matches(name, 0, "content-disposition")) {
         disposition = line.substring(colon + 1).trim();
-      } else if (contentType == null && name.equalsIgnoreCase("content-type")) {
+      } else if (contentType == null && name.length() == 12
+          && HttpTokens.matches(name, 0, "content-type")) {
         contentType = line.substring(colon + 1).trim();
       }
     }
     if (disposition == null) throw MultipartException.malformed("part without Content-Disposition");
     int type = HttpTokens.tokenEnd(disposition, 0);
     int after = HttpTokens.skipOws(disposition, type);
-    if (type != 9
-        || !io.netty.util.AsciiString.regionMatchesAscii(disposition, true, 0, "form-data", 0, 9)
+    if (type != 9 || !HttpTokens.matches(disposition, 0, "form-data")
         || (after < disposition.length() && disposition.charAt(after) != ';')) {
       throw MultipartException.malformed("part Content-Disposition is not form-data");
     }
