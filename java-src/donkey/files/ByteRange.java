@@ -1,5 +1,7 @@
 package donkey.files;
 
+import io.netty.util.AsciiString;
+
 /**
  * A {@code Range: bytes=...} header read against a file's length (RFC 9110 14.1.2): the one
  * range to serve, first and last byte inclusive. Several ranges that overlap or touch merge
@@ -19,7 +21,7 @@ final class ByteRange {
    */
   static long[] single(String header, long length, int max) {
     String v = header.trim();
-    if (!io.netty.util.AsciiString.regionMatchesAscii(v, true, 0, "bytes=", 0, 6)) return null;
+    if (!AsciiString.regionMatchesAscii(v, true, 0, "bytes=", 0, 6)) return null;
     String[] specs = v.substring(6).split(",", -1);
     if (specs.length > max) return null;
     long first = -1;
