@@ -40,6 +40,8 @@ done
 # ---------------------------------------------------------------------------------- setup
 ensure_tools() {
   local need=()
+  # the build (a script run on its own, without make's deps step, still builds)
+  command -v lein >/dev/null 2>&1 || need+=(leiningen)
   command -v wrk >/dev/null 2>&1 || need+=(wrk)
   command -v taskset >/dev/null 2>&1 || need+=(util-linux)
   command -v curl >/dev/null 2>&1 || need+=(curl)

@@ -60,7 +60,7 @@ final class ConnectionGuard {
     /** When the connection last became idle: its accept, or its last response's end. */
     long idleSince = System.nanoTime();
     /** The socket's reads, counted before decoding; null when the pipeline is not known. */
-    VertxInternals.InputReads input;
+    VertxInternals.ConnectionInput input;
     /** {@link #input}'s count when the last response ended. */
     long readsAtEnd;
     /** When the sweep first saw the next request head begin to arrive; 0 before. */
@@ -285,11 +285,9 @@ final class ConnectionGuard {
       s.streams = new ArrayList<>();
       s.h2 = Http2Session.of(c);
       if (readDone != null) VertxInternals.afterReads(c, readDone);
-    } else {
-      // (HTTP/2 ends its input with GOAWAY instead)
-      VertxInternals.allowHalfClosure(c, () -> s.inputShut(c));
     }
-    s.input = VertxInternals.countReads(c);
+    // on HTTP/1.x, a client's half-close ends its requests (HTTP/2 ends its input with GOAWAY)
+    s.input = VertxInternals.watchInput(c, s.streams != null ? null : () -> s.inputShut(c));
     connections.put(c, s);
     if (metrics != null) {
       s.protocol = s.streams == null ? ServerMetrics.HTTP_1 : ssl ? ServerMetrics.H2 : ServerMetrics.H2C;

@@ -162,7 +162,7 @@ public final class VertxInternals {
    * place, named {@code "wsdecoder"}): makes the pipeline a WebSocket's. The frame encoder moves
    * before the decoder, where Netty's handshaker would put it after (in Vert.x's HTTP encoder's
    * place), so that the close the decoder or a handler after it writes is encoded too. The
-   * handlers the kernel put in for HTTP ({@link #gateFlushes}, {@link #allowHalfClosure}) go,
+   * handlers the kernel put in for HTTP ({@link #gateFlushes}, {@link #watchInput}) go,
    * and the end of the client's input closes the connection again, as a WebSocket without a
    * close frame ends. Then {@code frames} (in pipeline order) and {@code socket} take the place
    * of Vert.x's HTTP handler. An {@link InputHold} stays ahead of the frame decoder until
@@ -175,7 +175,7 @@ public final class VertxInternals {
     p.remove("wsencoder");
     p.addBefore("wsdecoder", "wsencoder", new WebSocket13FrameEncoder(false));
     if (p.get("donkey-flush") != null) p.remove("donkey-flush");
-    if (p.get("donkey-half-close") != null) p.remove("donkey-half-close");
+    if (p.get(ConnectionInput.NAME) != null) p.remove(ConnectionInput.NAME);
     p.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
     p.replace("handler", "handler", socket);
     String next = "handler";
@@ -305,21 +305,6 @@ public final class VertxInternals {
   }
 
   /**
-   * Event loop, at accept: lets {@code c} stay open for writing after the client has shut down
-   * its side (a client that sends its request and then half-closes still gets its answer), and
-   * calls {@code onInputShutdown} on the loop when that happens. Without this, Netty closes the
-   * connection as soon as it reads the end of the input, and an answer still being made is lost.
-   */
-  public static void allowHalfClosure(HttpConnection c, Runnable onInputShutdown) {
-    if (!(c instanceof ConnectionBase)) return;
-    ConnectionBase base = (ConnectionBase) c;
-    ChannelPipeline p = base.channelHandlerContext().pipeline();
-    if (p.get("handler") == null) return;
-    base.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
-    p.addBefore("handler", "donkey-half-close", new InputShutdown(onInputShutdown));
-  }
-
-  /**
    * Decides, on the event loop, whether a connection's flush goes out now ({@link FlushGate}).
    */
   public interface FlushPolicy {
@@ -412,21 +397,41 @@ public final class VertxInternals {
   }
 
   /**
-   * Event loop, at accept: counts the batches {@code c}'s socket delivers, before any decoding
-   * (so a request head that has only begun to arrive counts); null when {@code c} has no
-   * pipeline the kernel knows of.
+   * Event loop, at accept: puts one handler first in {@code c}'s pipeline that counts the
+   * batches its socket delivers, before any decoding (so a request head that has only begun
+   * to arrive counts), and returns it; null when {@code c} has no pipeline the kernel knows of.
+   *
+   * <p>With {@code onInputShutdown} (HTTP/1.x; null for HTTP/2, which ends its input with
+   * GOAWAY), the connection also stays open for writing after the client has shut down its
+   * side, so a client that sends its request and then half-closes still gets its answer; the
+   * handler calls {@code onInputShutdown} on the loop once the rest of the pipeline has seen
+   * the end of the input (the decoder has ended or failed the request in progress). Without
+   * this, Netty closes the connection as soon as it reads the end of the input, and an answer
+   * still being made is lost. One handler does both, so a read crosses one extra hop, not two.
    */
-  public static InputReads countReads(HttpConnection c) {
+  public static ConnectionInput watchInput(HttpConnection c, Runnable onInputShutdown) {
     ChannelPipeline p = pipeline(c);
     if (p == null || p.get("handler") == null) return null;
-    InputReads r = new InputReads();
-    p.addFirst("donkey-reads", r);
-    return r;
+    ConnectionInput in = new ConnectionInput(onInputShutdown);
+    if (onInputShutdown != null) {
+      p.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+    }
+    p.addFirst(ConnectionInput.NAME, in);
+    return in;
   }
 
-  /** The number of reads from a connection's socket ({@link #countReads}). Event loop. */
-  public static final class InputReads extends ChannelInboundHandlerAdapter {
+  /**
+   * A connection's input as the kernel watches it ({@link #watchInput}): the number of reads
+   * from its socket, and the end of its input. Event loop.
+   */
+  public static final class ConnectionInput extends ChannelInboundHandlerAdapter {
+    static final String NAME = "donkey-input";
+    private final Runnable onInputShutdown;
     private long count;
+
+    ConnectionInput(Runnable onInputShutdown) {
+      this.onInputShutdown = onInputShutdown;
+    }
 
     /** The reads so far. */
     public long count() {
@@ -438,22 +443,14 @@ public final class VertxInternals {
       count++;
       ctx.fireChannelRead(msg);
     }
-  }
-
-  /** Reports the end of a connection's input; passes every other event on. */
-  private static final class InputShutdown extends ChannelInboundHandlerAdapter {
-    private final Runnable onInputShutdown;
-
-    InputShutdown(Runnable onInputShutdown) {
-      this.onInputShutdown = onInputShutdown;
-    }
 
     @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
-      // (the decoder, earlier in the pipeline, has already seen the event and ended or failed
-      // the request in progress)
-      if (evt == ChannelInputShutdownEvent.INSTANCE) onInputShutdown.run();
-      super.userEventTriggered(ctx, evt);
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+      // the decoder after this handler ends or fails the request in progress first
+      ctx.fireUserEventTriggered(evt);
+      if (evt == ChannelInputShutdownEvent.INSTANCE && onInputShutdown != null) {
+        onInputShutdown.run();
+      }
     }
   }
 
