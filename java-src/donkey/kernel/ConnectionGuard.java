@@ -5,6 +5,7 @@ import donkey.kernel.config.ServerConfig;
 import donkey.kernel.http2.Http2Session;
 import donkey.kernel.internals.ByteCount;
 import donkey.kernel.internals.ConnectionCount;
+import donkey.kernel.internals.ConnectionInput;
 import donkey.kernel.internals.VertxInternals;
 import donkey.kernel.metrics.ServerMetrics;
 import donkey.ring.Proxies;
@@ -60,7 +61,7 @@ final class ConnectionGuard {
     /** When the connection last became idle: its accept, or its last response's end. */
     long idleSince = System.nanoTime();
     /** The socket's reads, counted before decoding; null when the pipeline is not known. */
-    VertxInternals.ConnectionInput input;
+    ConnectionInput input;
     /** {@link #input}'s count when the last response ended. */
     long readsAtEnd;
     /** When the sweep first saw the next request head begin to arrive; 0 before. */

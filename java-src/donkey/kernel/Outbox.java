@@ -1,5 +1,7 @@
 package donkey.kernel;
 
+import donkey.kernel.internals.FlushGate;
+import donkey.kernel.internals.FlushPolicy;
 import donkey.kernel.internals.VertxInternals;
 import donkey.kernel.workers.WorkerPool;
 import io.netty.channel.EventLoop;
@@ -195,9 +197,9 @@ final class Outbox implements WorkerPool.HandBack {
   }
 
   /** Passes flushes on, except during a drain, where each connection's is held once. */
-  private final class FlushHolder implements VertxInternals.FlushPolicy {
+  private final class FlushHolder implements FlushPolicy {
     final ConnectionGuard.State state;
-    VertxInternals.FlushGate gate;
+    FlushGate gate;
     private boolean holding;
     long heldSince;
 

@@ -7,14 +7,11 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
-import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.ServerChannel;
-import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.handler.codec.http.HttpRequestDecoder;
 import io.netty.handler.codec.http.websocketx.WebSocket13FrameEncoder;
 import io.netty.handler.ssl.SslHandler;
@@ -174,7 +171,7 @@ public final class VertxInternals {
     if (hold != null) hold.toWebSocket = true;
     p.remove("wsencoder");
     p.addBefore("wsdecoder", "wsencoder", new WebSocket13FrameEncoder(false));
-    if (p.get("donkey-flush") != null) p.remove("donkey-flush");
+    if (p.get(FlushGate.NAME) != null) p.remove(FlushGate.NAME);
     if (p.get(ConnectionInput.NAME) != null) p.remove(ConnectionInput.NAME);
     p.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
     p.replace("handler", "handler", socket);
@@ -305,14 +302,6 @@ public final class VertxInternals {
   }
 
   /**
-   * Decides, on the event loop, whether a connection's flush goes out now ({@link FlushGate}).
-   */
-  public interface FlushPolicy {
-    /** True to hold this flush until {@link FlushGate#release}. */
-    boolean hold();
-  }
-
-  /**
    * Event loop, at accept: routes {@code c}'s flushes through {@code policy}; returns the gate
    * that releases a held one, or null when {@code c} has no pipeline the kernel knows of (its
    * flushes then always go out).
@@ -321,7 +310,7 @@ public final class VertxInternals {
     ChannelPipeline p = pipeline(c);
     if (p == null || p.get("handler") == null) return null;
     FlushGate g = new FlushGate(policy);
-    p.addBefore("handler", "donkey-flush", g);
+    p.addBefore("handler", FlushGate.NAME, g);
     return g;
   }
 
@@ -351,52 +340,6 @@ public final class VertxInternals {
   }
 
   /**
-   * A pipeline handler between Vert.x and the socket that lets flushes through unless its
-   * policy holds them; a close sends what is held first (Vert.x closes right after a last
-   * response). Event loop.
-   */
-  public static final class FlushGate extends ChannelOutboundHandlerAdapter {
-    private final FlushPolicy policy;
-    private ChannelHandlerContext ctx;
-    private boolean holding;
-
-    FlushGate(FlushPolicy policy) {
-      this.policy = policy;
-    }
-
-    @Override
-    public void flush(ChannelHandlerContext ctx) {
-      if (policy.hold()) {
-        this.ctx = ctx;
-        holding = true;
-      } else {
-        ctx.flush();
-      }
-    }
-
-    @Override
-    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
-      if (holding) ctx.flush();
-      ctx.close(promise);
-    }
-
-    @Override
-    public void handlerRemoved(ChannelHandlerContext ctx) {
-      // taken out for a WebSocket: what it held goes out now
-      if (holding) {
-        holding = false;
-        ctx.flush();
-      }
-    }
-
-    /** Sends the held flush (nothing once the gate has left the pipeline). */
-    public void release() {
-      holding = false;
-      if (ctx != null && !ctx.isRemoved()) ctx.flush();
-    }
-  }
-
-  /**
    * Event loop, at accept: puts one handler first in {@code c}'s pipeline that counts the
    * batches its socket delivers, before any decoding (so a request head that has only begun
    * to arrive counts), and returns it; null when {@code c} has no pipeline the kernel knows of.
@@ -407,7 +350,7 @@ public final class VertxInternals {
    * handler calls {@code onInputShutdown} on the loop once the rest of the pipeline has seen
    * the end of the input (the decoder has ended or failed the request in progress). Without
    * this, Netty closes the connection as soon as it reads the end of the input, and an answer
-   * still being made is lost. One handler does both, so a read crosses one extra hop, not two.
+   * still being made is lost. One handler does both, so a connection's set-up adds one handler to its pipeline, not two.
    */
   public static ConnectionInput watchInput(HttpConnection c, Runnable onInputShutdown) {
     ChannelPipeline p = pipeline(c);
@@ -418,40 +361,6 @@ public final class VertxInternals {
     }
     p.addFirst(ConnectionInput.NAME, in);
     return in;
-  }
-
-  /**
-   * A connection's input as the kernel watches it ({@link #watchInput}): the number of reads
-   * from its socket, and the end of its input. Event loop.
-   */
-  public static final class ConnectionInput extends ChannelInboundHandlerAdapter {
-    static final String NAME = "donkey-input";
-    private final Runnable onInputShutdown;
-    private long count;
-
-    ConnectionInput(Runnable onInputShutdown) {
-      this.onInputShutdown = onInputShutdown;
-    }
-
-    /** The reads so far. */
-    public long count() {
-      return count;
-    }
-
-    @Override
-    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-      count++;
-      ctx.fireChannelRead(msg);
-    }
-
-    @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-      // the decoder after this handler ends or fails the request in progress first
-      ctx.fireUserEventTriggered(evt);
-      if (evt == ChannelInputShutdownEvent.INSTANCE && onInputShutdown != null) {
-        onInputShutdown.run();
-      }
-    }
   }
 
   /** Marks a channel {@link AcceptCount} counted (read once, when Vert.x hands it over). */
