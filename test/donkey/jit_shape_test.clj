@@ -17,9 +17,9 @@
 
 (def ^:private freq-inline-size 325)
 
-(defn- code-length
-  "The bytecode length of the method of class `class-name` whose javap signature line contains
-  `signature`, from `javap -c -p` run on the class file the classpath has."
+(defn- method-code
+  "The javap lines of the code of the method of class `class-name` whose javap signature line
+  contains `signature`, from `javap -c -p` run on the class file the classpath has."
   [class-name signature]
   (let [resource (io/resource (str (str/replace class-name "." "/") ".class"))
         file (io/file (.toURI resource))
@@ -28,12 +28,17 @@
               (.redirectErrorStream true)
               (.start))
         out (slurp (.getInputStream p))
-        _ (.waitFor p)
-        body (->> (str/split-lines out)
-                  (drop-while #(not (str/includes? % signature)))
-                  rest
-                  (take-while #(not (re-matches #"  \S.*" %))))
-        offsets (keep #(some->> (re-find #"^\s+(\d+): " %) second parse-long) body)]
+        _ (.waitFor p)]
+    (->> (str/split-lines out)
+         (drop-while #(not (str/includes? % signature)))
+         rest
+         (take-while #(not (re-matches #"  \S.*" %))))))
+
+(defn- code-length
+  "The bytecode length of the method `signature` of `class-name` (see method-code)."
+  [class-name signature]
+  (let [offsets (keep #(some->> (re-find #"^\s+(\d+): " %) second parse-long)
+                      (method-code class-name signature))]
     (when (seq offsets) (inc (apply max offsets)))))
 
 (defn- is-own-unit
@@ -61,3 +66,19 @@
                     "donkey.kernel.ConnectionGuard$State)")
                "HeadCheck.headerLines"
                "so that a request shape the JIT has not seen deoptimizes the header scan alone"))
+
+(def ^:private response-end
+  "javap's comment on a call of Vert.x's HttpServerResponse.end(Buffer)."
+  "InterfaceMethod io/vertx/core/http/HttpServerResponse.end:(Lio/vertx/core/buffer/Buffer;)")
+
+(deftest responses-are-ended-from-the-compiled-unit-itself
+  ;; Vert.x's write path below end(Buffer) is about fifteen calls deep, at the edge of C2's
+  ;; MaxInlineLevel (15): each helper frame between the unit's root and end costs the deepest
+  ;; frames of that path their inlining (a promise built by an out-of-line constructor call on
+  ;; every response), so the units that end responses call end themselves.
+  (doseq [[sig label] [["final void send(java.lang.Object)" "ResponseSender.send"]
+                       ["final void endPrepared()" "ResponseSender.endPrepared"]]]
+    (let [code (method-code "donkey.kernel.ResponseSender" sig)]
+      (is (seq code) (str "javap shows " label))
+      (is (some #(str/includes? % response-end) code)
+          (str label " calls HttpServerResponse.end(Buffer) itself, not through a helper")))))

@@ -149,7 +149,7 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
    * donkey.jit-shape-test guards it.
    */
   final void send(Object response) {
-        ResponseMap.Kind kind;
+    ResponseMap.Kind kind;
     try {
       kind = ResponseMap.classify(response, loop.config.streamablePred);
     } catch (Throwable t) {
@@ -180,7 +180,8 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
       // with no end handler
       if (closed()) return;
       try {
-        endFixed(r);
+        // (ended here, not in endFixed: see ResponseWriter.endBody)
+        resp.end(headFixed(r));
         endedOnLoop();
       } catch (Throwable t) {
         fail(t);
@@ -206,10 +207,10 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
     try {
       watchEnd();
       if (kind == ResponseMap.Kind.FIXED) {
-        endFixed(r);
+        resp.end(headFixed(r));
         return;
       }
-            ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, this);
+      ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, this);
       markCompression(resp.getStatusCode());
       int framing = framing(resp.getStatusCode());
       Object b = r.valAt(ResponseMap.BODY);
@@ -265,16 +266,22 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
    * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
    */
   final void endFixed(IPersistentMap r) {
-        int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
+    resp.end(headFixed(r));
+  }
+
+  /**
+   * The thread that owns the response: sets the status and headers of a fixed response and
+   * returns what to end it with ({@link ResponseWriter#endBody}).
+   *
+   * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
+   */
+  private Buffer headFixed(IPersistentMap r) {
+    int status = ResponseMap.status(r.valAt(ResponseMap.STATUS));
     Buffer b = ResponseWriter.writeFixed(resp, r, loop.answers.date(), loop.serverHeader,
         framing(status), this);
     markCompression(status);
     ResponseWriter.status(resp, status);
-    if (b == null) {
-      resp.end();
-    } else {
-      resp.end(b);
-    }
+    return ResponseWriter.endBody(b);
   }
 
   /**
@@ -299,7 +306,11 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
     loop.outbox.add(self());
   }
 
-  /** Event loop (an {@link Outbox} drain): ends the response a worker prepared. */
+  /**
+   * Event loop (an {@link Outbox} drain): ends the response a worker prepared, or sends the
+   * file it opened; nothing when the client has gone. Ends it itself (see
+   * {@link ResponseWriter#endBody}).
+   */
   final void endPrepared() {
     java.io.File f = preparedFile;
     if (f != null) {
@@ -311,15 +322,10 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
     }
     Buffer b = prepared;
     prepared = null;
-    endPrepared(b, preparedStatus);
-  }
-
-  /** Event loop: ends the response {@link #prepare} made. */
-  private void endPrepared(Buffer body, int status) {
     if (closed()) return;
     try {
-      ResponseWriter.status(resp, status);
-      ResponseWriter.end(resp, body);
+      ResponseWriter.status(resp, preparedStatus);
+      resp.end(ResponseWriter.endBody(b));
       endedOnLoop();
     } catch (Throwable t) {
       fail(t);
@@ -332,11 +338,11 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
    * a 500 before anything is sent.
    */
   private void stream(IPersistentMap r) {
-        if (resp.closed()) {
+    if (resp.closed()) {
       ResponseMap.discard(r);
       return;
     }
-        ResponseOutputStream os = null;
+    ResponseOutputStream os = null;
     try {
       watchEnd();
       ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, this);

@@ -188,14 +188,19 @@ public final class ResponseWriter {
     return b;
   }
 
-  /** Ends {@code resp} with what {@link #writeFixed} made (null: no body). */
-  public static void end(HttpServerResponse resp, Buffer body) {
-    if (body == null) {
-      resp.end();
-    } else {
-      resp.end(body);
-    }
+  /**
+   * What {@code resp.end(Buffer)} takes for what {@link #writeFixed} made: the body, or for
+   * none an empty buffer, shared as Vert.x's own {@code end()} shares one (a Vert.x heap
+   * buffer: the encoder's release of a slice of it is a no-op). Callers end the response
+   * themselves rather than through a helper: Vert.x's write path below {@code end} is about
+   * fifteen calls deep, and every frame above it in a compiled unit is one the JIT's inlining
+   * depth ({@code MaxInlineLevel}) no longer has for that path.
+   */
+  public static Buffer endBody(Buffer b) {
+    return b != null ? b : NO_BODY;
   }
+
+  private static final Buffer NO_BODY = Buffer.buffer();
 
   /**
    * The bytes of a fixed body: null for nil, a String encoded with the plan's charset, a
