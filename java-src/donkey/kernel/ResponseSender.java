@@ -180,8 +180,13 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
       // with no end handler
       if (closed()) return;
       try {
-        // (ended here, not in endFixed: see ResponseWriter.endBody)
-        resp.end(headFixed(r));
+        // (ended here, not through a helper: see ResponseWriter.end)
+        Buffer b = headFixed(r);
+        if (b == null) {
+          resp.end();
+        } else {
+          resp.end(b);
+        }
         endedOnLoop();
       } catch (Throwable t) {
         fail(t);
@@ -207,7 +212,7 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
     try {
       watchEnd();
       if (kind == ResponseMap.Kind.FIXED) {
-        resp.end(headFixed(r));
+        ResponseWriter.end(resp, headFixed(r));
         return;
       }
       ResponseWriter.writeHead(resp, r, loop.answers.date(), loop.serverHeader, this);
@@ -266,12 +271,12 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
    * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
    */
   final void endFixed(IPersistentMap r) {
-    resp.end(headFixed(r));
+    ResponseWriter.end(resp, headFixed(r));
   }
 
   /**
    * The thread that owns the response: sets the status and headers of a fixed response and
-   * returns what to end it with ({@link ResponseWriter#endBody}).
+   * returns its body (null for none).
    *
    * @throws IllegalArgumentException as {@link ResponseWriter#writeFixed}, with nothing sent
    */
@@ -281,7 +286,7 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
         framing(status), this);
     markCompression(status);
     ResponseWriter.status(resp, status);
-    return ResponseWriter.endBody(b);
+    return b;
   }
 
   /**
@@ -308,8 +313,8 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
 
   /**
    * Event loop (an {@link Outbox} drain): ends the response a worker prepared, or sends the
-   * file it opened; nothing when the client has gone. Ends it itself (see
-   * {@link ResponseWriter#endBody}).
+   * file it opened; nothing when the client has gone. Ends it itself, not through a helper
+   * (see {@link ResponseWriter#end}).
    */
   final void endPrepared() {
     java.io.File f = preparedFile;
@@ -325,7 +330,11 @@ abstract class ResponseSender extends AFn implements ResponseWriter.LastResponse
     if (closed()) return;
     try {
       ResponseWriter.status(resp, preparedStatus);
-      resp.end(ResponseWriter.endBody(b));
+      if (b == null) {
+        resp.end();
+      } else {
+        resp.end(b);
+      }
       endedOnLoop();
     } catch (Throwable t) {
       fail(t);

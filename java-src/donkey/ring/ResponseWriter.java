@@ -189,18 +189,19 @@ public final class ResponseWriter {
   }
 
   /**
-   * What {@code resp.end(Buffer)} takes for what {@link #writeFixed} made: the body, or for
-   * none an empty buffer, shared as Vert.x's own {@code end()} shares one (a Vert.x heap
-   * buffer: the encoder's release of a slice of it is a no-op). Callers end the response
-   * themselves rather than through a helper: Vert.x's write path below {@code end} is about
-   * fifteen calls deep, and every frame above it in a compiled unit is one the JIT's inlining
-   * depth ({@code MaxInlineLevel}) no longer has for that path.
+   * Ends {@code resp} with what {@link #writeFixed} made (null: no body, which over HTTP/2
+   * ends the stream with its HEADERS frame). The kernel's own hot paths make these two calls
+   * themselves rather than through here: Vert.x's write path below {@code end} is about
+   * fifteen calls deep, and a helper frame above it costs the deepest frames of that path
+   * their inlining ({@code MaxInlineLevel}).
    */
-  public static Buffer endBody(Buffer b) {
-    return b != null ? b : NO_BODY;
+  public static void end(HttpServerResponse resp, Buffer body) {
+    if (body == null) {
+      resp.end();
+    } else {
+      resp.end(body);
+    }
   }
-
-  private static final Buffer NO_BODY = Buffer.buffer();
 
   /**
    * The bytes of a fixed body: null for nil, a String encoded with the plan's charset, a

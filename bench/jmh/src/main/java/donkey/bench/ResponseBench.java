@@ -114,7 +114,7 @@ public class ResponseBench {
     int status = donkey.ring.ResponseMap.status(r.valAt(donkey.ring.ResponseMap.STATUS));
     Buffer b = ResponseWriter.writeFixed(resp, r, DATE, SERVER, donkey.ring.Framing.BODY, LAST);
     ResponseWriter.status(resp, status);
-    resp.end(ResponseWriter.endBody(b));
+    ResponseWriter.end(resp, b);
   }
 
   /** Exchange's path for a request without a body: the framing look-ups, the lazy map. */
