@@ -350,7 +350,8 @@ public final class VertxInternals {
    * handler calls {@code onInputShutdown} on the loop once the rest of the pipeline has seen
    * the end of the input (the decoder has ended or failed the request in progress). Without
    * this, Netty closes the connection as soon as it reads the end of the input, and an answer
-   * still being made is lost. One handler does both, so a connection's set-up adds one handler to its pipeline, not two.
+   * still being made is lost. One handler does both, so a connection's set-up adds one
+   * handler to its pipeline, not two.
    */
   public static ConnectionInput watchInput(HttpConnection c, Runnable onInputShutdown) {
     ChannelPipeline p = pipeline(c);
