@@ -75,6 +75,19 @@ public final class FakeRequest implements HttpServerRequest {
     return h;
   }
 
+  /**
+   * What TechEmpower's plaintext run sends: Host, its Accept line and Connection: keep-alive,
+   * in that order.
+   */
+  public static MultiMap techEmpowerHeaders() {
+    MultiMap h = HttpHeaders.headers();
+    h.add("Host", "127.0.0.1:18480");
+    h.add("Accept",
+        "text/plain,text/html;q=0.9,application/xhtml+xml;q=0.9,application/xml;q=0.8,*/*;q=0.7");
+    h.add("Connection", "keep-alive");
+    return h;
+  }
+
   /** Eight headers in the order and case a browser or wrk sends them. */
   public static MultiMap browserHeaders() {
     MultiMap h = HttpHeaders.headers();

@@ -51,6 +51,7 @@ public class ExchangeBench {
   private FakeResponse resp;
   private FakeRequest req;
   private FakeRequest jsonReq;
+  private FakeRequest teReq;
   private ServerVerticle loop;
   private WorkerPool workers;
   private ConnectionGuard.State connection;
@@ -66,6 +67,7 @@ public class ExchangeBench {
     resp = new FakeResponse();
     req = new FakeRequest(FakeRequest.wrkHeaders(), resp);
     jsonReq = new FakeRequest(FakeRequest.wrkHeaders(), resp, "/json");
+    teReq = new FakeRequest(FakeRequest.techEmpowerHeaders(), resp, "/plaintext");
     IFn eval = RT.var("clojure.core", "eval");
     IFn read = RT.var("clojure.core", "read-string");
     // the bench app's route (bench/src/donkey/bench/app.clj)
@@ -128,6 +130,19 @@ public class ExchangeBench {
   @Benchmark
   public FakeResponse exchange_raw() {
     RawVertx.serve(req, resp, date);
+    return resp.clear();
+  }
+
+  /** The plaintext request with TechEmpower's header lines. */
+  @Benchmark
+  public FakeResponse exchange_plaintextTe() {
+    exchange(teReq);
+    return resp.clear();
+  }
+
+  @Benchmark
+  public FakeResponse exchange_rawTe() {
+    RawVertx.serve(teReq, resp, date);
     return resp.clear();
   }
 
