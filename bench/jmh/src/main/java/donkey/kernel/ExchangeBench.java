@@ -32,7 +32,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * does with a request head ({@link Admission#admit}: the framing look-ups, the route table,
  * the Ring request map, the 3-arity handler and its {@code respond}, the response written, the
  * connection's bookkeeping), against {@code exchange_raw} and {@code exchange_rawJson}, what
- * {@code RawVertx} does with the same request. The JSON route is the bench app's: a new
+ * {@code RawVertx} does with the same request; the {@code Te} pair sends the plaintext
+ * request with TechEmpower's header lines (Host, Accept, Connection) in place of Host alone. The JSON route is the bench app's: a new
  * {@code {"message" "Hello, World!"}} map per request, serialized by the kernel's codec. It
  * sits in the kernel's package because the kernel's classes are not public; the request and
  * response are the socketless fakes of {@code donkey.bench}.
