@@ -33,10 +33,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * the Ring request map, the 3-arity handler and its {@code respond}, the response written, the
  * connection's bookkeeping), against {@code exchange_raw} and {@code exchange_rawJson}, what
  * {@code RawVertx} does with the same request; the {@code Te} pair sends the plaintext
- * request with TechEmpower's header lines (Host, Accept, Connection) in place of Host alone. The JSON route is the bench app's: a new
- * {@code {"message" "Hello, World!"}} map per request, serialized by the kernel's codec. It
- * sits in the kernel's package because the kernel's classes are not public; the request and
- * response are the socketless fakes of {@code donkey.bench}.
+ * request with TechEmpower's header lines (Host, Accept, Connection) in place of Host alone.
+ * The JSON route is the bench app's: a new {@code {"message" "Hello, World!"}} map per
+ * request, serialized by the kernel's codec. It sits in the kernel's package because the
+ * kernel's classes are not public; the request and response are the socketless fakes of
+ * {@code donkey.bench}.
  *
  * <p>What this leaves out is the same for both: Vert.x decoding the request and encoding and
  * sending the response.
@@ -68,7 +69,7 @@ public class ExchangeBench {
     resp = new FakeResponse();
     req = new FakeRequest(FakeRequest.wrkHeaders(), resp);
     jsonReq = new FakeRequest(FakeRequest.wrkHeaders(), resp, "/json");
-    teReq = new FakeRequest(FakeRequest.techEmpowerHeaders(), resp, "/plaintext");
+    teReq = new FakeRequest(FakeRequest.techEmpowerHeaders(), resp);
     IFn eval = RT.var("clojure.core", "eval");
     IFn read = RT.var("clojure.core", "read-string");
     // the bench app's route (bench/src/donkey/bench/app.clj)
