@@ -111,6 +111,24 @@ def spans(jvms):
     return sorted({min(5, w), min(10, w)} - {0})
 
 
+def paired(rows, a, b, test, shape):
+    """The ratios a / b of measured windows that ran beside each other: the same round, test,
+    shape and window number (with ALTERNATE=1 the JVMs of a round take turns window by window,
+    so a pair shares the machine's state of that minute). Failed windows are left out."""
+    w = {}
+    for r in rows:
+        if r["phase"] != "measure" or r["test"] != test or r["shape"] != shape or int(r["errors"]) < 0:
+            continue
+        w[r["round"], r["window"], r["variant"]] = float(r["rps"])
+    return [w[k[0], k[1], a] / w[k] for k in w if k[2] == b and (k[0], k[1], a) in w and w[k] > 0]
+
+
+def fmt_paired(ratios):
+    if not ratios:
+        return "n/a"
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} pairs)"
+
+
 def fmt_rps(x):
     return "n/a" if x is None else f"{x:,.0f}"
 
@@ -210,11 +228,14 @@ def run_tables(rows, base):
 
     # (c) steady state
     out += ["", "### Steady state: measured after the steady-seeking windows, per request shape", "",
-            "Medians over rounds; errors: the shape's settle and measured runs; steady reached: rounds whose"
+            "Medians over rounds; windows in pairs: each measured window over raw-vertx's window of the same"
+            " number in the same round (median, min..max, pairs; with ALTERNATE=1 the two ran beside each other);"
+            " errors: the shape's settle and measured runs; steady reached: rounds whose"
             " steady-seeking windows agreed (the others stopped at STEADY_MAX), and the median time from"
             " the first 200 to the end of that phase.", "",
-            "| variant | test | shape | req/s (median) | min..max | p99 | errors | vs raw-vertx | steady reached |",
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+            "| variant | test | shape | req/s (median) | min..max | p99 | errors | vs raw-vertx | windows in pairs"
+            " vs raw-vertx | steady reached |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     def rps_of(v, t, s):
         return [j["measure"][s]["rps"] for j in by.get((v, t), []) if s in j["measure"]]
 
@@ -232,7 +253,8 @@ def run_tables(rows, base):
                 reached = f"{agreed}/{len(js)} agreed" + (f", after {before:.0f} s" if before is not None else "")
                 spread = f"{min(rps):,.0f}..{max(rps):,.0f}" if rps else "n/a"
                 out.append(f"| {v} | {t} | {s} | {fmt_rps(median(rps))} | {spread} | {fmt_lat(median(p99))} | "
-                           f"{errs} | {fmt_ratio(median(rps), base_median)} | {reached} |")
+                           f"{errs} | {fmt_ratio(median(rps), base_median)} | "
+                           f"{fmt_paired(paired(rows, v, base, t, s)) if v != base else '-'} | {reached} |")
     peak = median(rps_of(base, "json", "minimal"))
     return "\n".join(out), peak
 
@@ -288,7 +310,15 @@ def compare_table(rows, old, new, control):
         agreed = sum(1 for j in js if j["note"] == "agreed")
         notes.append(f"{label}: errors {errors_text(errs, failed_runs, sum(1 for j in js if j['failed']))}, "
                      f"steady agreement reached in {agreed}/{len(js)} JVMs")
-    return "\n".join(out + [""] + notes)
+    pairs = ["", "Measured windows in pairs: each window over the window of the same number in the same round"
+                 " (the JVMs of a round alive together, their windows alternating); median (min..max, pairs).",
+             "", f"| test | shape | {old} / {control} | {new} / {control} | {new} / {old} |",
+             "| --- | --- | ---: | ---: | ---: |"]
+    for t in tests:
+        for s in shapes:
+            pairs.append(f"| {t} | {s} | {fmt_paired(paired(rows, old, control, t, s))} | "
+                         f"{fmt_paired(paired(rows, new, control, t, s))} | {fmt_paired(paired(rows, new, old, t, s))} |")
+    return "\n".join(out + [""] + notes + pairs)
 
 
 def main():

@@ -1,0 +1,57 @@
+(ns donkey.bench.warmup-tables-test
+  "bench/warmup_tables.py on a small runs.tsv whose figures are known: the paired-window
+  ratios (each measured window over the one of the same number, round, test and shape) beside
+  the ratios of medians, in both the run and the compare tables."
+  (:require [clojure.java.io :as io]
+            [clojure.java.shell :as sh]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]))
+
+(def ^:private columns
+  ["round" "variant" "test" "phase" "shape" "window" "seconds" "rps" "p99_us" "errors" "loadavg"
+   "t_end" "note"])
+
+(defn- row [round variant phase window rps & {:keys [errors] :or {errors 0}}]
+  [round variant "plaintext" phase (if (= phase "measure") "minimal" "-") window "1.0" rps "1000"
+   errors "1.0" (str (+ window 1)) "-"])
+
+(defn- runs
+  "Two rounds of raw, old and new. Per-window new/raw: round 1 1.00 0.50 (its windows apart in
+  time), round 2 0.90 0.90; a failed window of round 2 is left out of the pairs."
+  []
+  (concat
+   (for [r [1 2] v ["raw" "old" "new"]] [r v "plaintext" "startup" "-" 0 "2.0" 0 -1 0 "1.0" "2.0" "-"])
+   (for [r [1 2] v ["raw" "old" "new"] w (range 1 11)] (row r v "warmup" w 100))
+   [(row 1 "raw" "measure" 1 1000) (row 1 "old" "measure" 1 1000) (row 1 "new" "measure" 1 1000)
+    (row 1 "raw" "measure" 2 2000) (row 1 "old" "measure" 2 2000) (row 1 "new" "measure" 2 1000)
+    (row 2 "raw" "measure" 1 1000) (row 2 "old" "measure" 1 1000) (row 2 "new" "measure" 1 900)
+    (row 2 "raw" "measure" 2 1000) (row 2 "old" "measure" 2 1000) (row 2 "new" "measure" 2 900)
+    (row 2 "raw" "measure" 3 1000) (row 2 "old" "measure" 3 1000) (row 2 "new" "measure" 3 0 :errors -1)]))
+
+(defn- tables [mode & args]
+  (let [dir (doto (io/file (System/getProperty "java.io.tmpdir") (str "donkey-wt-" (System/nanoTime)))
+              (.mkdirs))
+        tsv (io/file dir "runs.tsv")]
+    (spit tsv (str/join "\n" (map #(str/join "\t" %) (cons columns (runs)))))
+    (apply sh/sh "python3" "bench/warmup_tables.py" mode (str tsv) (str (io/file dir "out.md"))
+           (map #(if (= % :peak) (str (io/file dir "peak")) %) args))))
+
+(defn- line-of [out & parts]
+  (first (filter (fn [l] (every? #(str/includes? l %) parts)) (str/split-lines out))))
+
+(deftest paired-windows-in-the-compare-table
+  (let [{:keys [exit out err]} (tables "compare" "old" "new" "raw")]
+    (is (= 0 exit) err)
+    (testing "new / raw: the median of four pairs (1.00 0.50 0.90 0.90), not the ratio of medians"
+      (is (str/includes? (line-of out "| plaintext | minimal |") "| 0.90 (0.50..1.00, 4 pairs) |")))
+    (testing "old / raw: every pair 1.00, round 2's third too"
+      (is (str/includes? (line-of out "| plaintext | minimal |") "| 1.00 (1.00..1.00, 5 pairs) |")))
+    (testing "the ratio of medians stays in the main table"
+      (is (some? (line-of out "| steady minimal req/s | plaintext |"))))))
+
+(deftest paired-windows-in-the-run-table
+  (let [{:keys [exit out err]} (tables "run" :peak "raw")]
+    (is (= 0 exit) err)
+    (is (str/includes? (line-of out "| new | plaintext | minimal |") "| 0.90 (0.50..1.00, 4 pairs) |"))
+    (is (str/includes? (line-of out "| raw | plaintext | minimal |") "| - |")
+        "the base is not paired with itself")))
