@@ -9,8 +9,8 @@ window of load).
       PEAK_FILE (bench/latency.sh reads it).
   warmup_tables.py compare RUNS_TSV OUT_MD OLD NEW CONTROL
       one table: per figure the medians of OLD, NEW and CONTROL, NEW/OLD, the per-round
-      NEW/OLD ratios, OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round figures over its own
-      median.
+      NEW/OLD ratios and their median, OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round
+      figures over its own median; then the steady state's measured windows in pairs.
 
 Figures of one JVM (one round of one variant and test):
   start-up     seconds from the exec of java to the first 200 from /plaintext
@@ -290,11 +290,15 @@ def compare_table(rows, old, new, control):
     for t in tests:
         for name, get, kind in figures:
             (c, cb), (o, ob), (n, nb) = med(control, t, get), med(old, t, get), med(new, t, get)
-            per = []
+            per, paired_rounds = [], []
             for r in rounds:
                 a = get(jvms[r, new, t]) if (r, new, t) in jvms else None
                 b = get(jvms[r, old, t]) if (r, old, t) in jvms else None
                 per.append(fmt_ratio(a, b))
+                if a is not None and b and a != INF and b != INF:
+                    paired_rounds.append(a / b)
+            if paired_rounds:
+                per.insert(0, f"median {statistics.median(paired_rounds):.2f}:")
             ctl = []
             for r in rounds:
                 x = get(jvms[r, control, t]) if (r, control, t) in jvms else None
