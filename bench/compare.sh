@@ -25,8 +25,9 @@
 # The table gives, per figure (start-up, the first 5 and 10 s of warm-up, time to 90% of the
 # steady state, the steady state per shape) and test: the median of raw-vertx, of REV and of
 # the work tree (or REV2), the ratio of the last two medians (new / REV), each round's own
-# new / REV ratio, REV and new each over raw-vertx (ratios of medians), and each round's
-# raw-vertx figure over raw-vertx's median. A ratio above 1 is more req/s for throughput
+# new / REV ratio and their median, REV and new each over raw-vertx (ratios of medians), and
+# each round's raw-vertx figure over raw-vertx's median; then the steady state's measured
+# windows in pairs (each over the window of the same number in the same round): the median. A ratio above 1 is more req/s for throughput
 # figures and more seconds (slower) for start-up and time to 90%.
 # JSON: JSON_MODE auto probes both builds and uses the kernel codec only when both have it.
 # Exits non-zero when a request failed in any window, a server did not start or answered
