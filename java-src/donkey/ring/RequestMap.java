@@ -456,7 +456,6 @@ public final class RequestMap {
     return scan(in).headers;
   }
 
-  /** A port number at {@code from} in {@code s}, or -1 when it is not one. */
   /** The digits of {@code s} from {@code from} on as a port 0..65535, or -1. */
   static int parsePort(String s, int from) {
     int n = s.length() - from;
