@@ -32,9 +32,12 @@
   (let [dir (doto (io/file (System/getProperty "java.io.tmpdir") (str "donkey-wt-" (System/nanoTime)))
               (.mkdirs))
         tsv (io/file dir "runs.tsv")]
-    (spit tsv (str/join "\n" (map #(str/join "\t" %) (cons columns (runs)))))
-    (apply sh/sh "python3" "bench/warmup_tables.py" mode (str tsv) (str (io/file dir "out.md"))
-           (map #(if (= % :peak) (str (io/file dir "peak")) %) args))))
+    (try
+      (spit tsv (str/join "\n" (map #(str/join "\t" %) (cons columns (runs)))))
+      (apply sh/sh "python3" "bench/warmup_tables.py" mode (str tsv) (str (io/file dir "out.md"))
+             (map #(if (= % :peak) (str (io/file dir "peak")) %) args))
+      (finally
+        (run! io/delete-file (reverse (file-seq dir)))))))
 
 (defn- line-of [out & parts]
   (first (filter (fn [l] (every? #(str/includes? l %) parts)) (str/split-lines out))))
