@@ -27,8 +27,10 @@
 # the work tree (or REV2), the ratio of the last two medians (new / REV), each round's own
 # new / REV ratio and their median, REV and new each over raw-vertx (ratios of medians), and
 # each round's raw-vertx figure over raw-vertx's median; then the steady state's measured
-# windows in pairs (each over the window of the same number in the same round): the median. A ratio above 1 is more req/s for throughput
-# figures and more seconds (slower) for start-up and time to 90%.
+# windows in pairs (each over the window of the same number in the same round): the median,
+# and a 90% interval for it from resampling whole rounds (a round's windows share its JVMs).
+# A ratio above 1 is more req/s for throughput figures and more seconds (slower) for start-up
+# and time to 90%.
 # JSON: JSON_MODE auto probes both builds and uses the kernel codec only when both have it.
 # Exits non-zero when a request failed in any window, a server did not start or answered
 # wrongly, or a bench app printed a reflection warning.

@@ -25,6 +25,7 @@ failed (errors -1) counts as a failed run, and its figures are left out.
 """
 import csv
 import math
+import random
 import statistics
 import sys
 
@@ -111,22 +112,45 @@ def spans(jvms):
     return sorted({min(5, w), min(10, w)} - {0})
 
 
-def paired(rows, a, b, test, shape):
-    """The ratios a / b of measured windows that ran beside each other: the same round, test,
-    shape and window number (with ALTERNATE=1 the JVMs of a round take turns window by window,
-    so a pair shares the machine's state of that minute). Failed windows are left out."""
+def paired_by_round(rows, a, b, test, shape):
+    """The ratios a / b of measured windows that ran beside each other, by round: the same
+    round, test, shape and window number (with ALTERNATE=1 the JVMs of a round take turns
+    window by window, so a pair shares the machine's state of that minute). Failed windows are
+    left out."""
     w = {}
     for r in rows:
         if r["phase"] != "measure" or r["test"] != test or r["shape"] != shape or int(r["errors"]) < 0:
             continue
         w[r["round"], r["window"], r["variant"]] = float(r["rps"])
-    return [w[k[0], k[1], a] / w[k] for k in w if k[2] == b and (k[0], k[1], a) in w and w[k] > 0]
+    by_round = {}
+    for k in w:
+        if k[2] == b and (k[0], k[1], a) in w and w[k] > 0:
+            by_round.setdefault(k[0], []).append(w[k[0], k[1], a] / w[k])
+    return by_round
 
 
-def fmt_paired(ratios):
+def round_interval(by_round, level=0.90, resamples=2000, seed=1):
+    """A `level` interval for the median of the paired ratios, from resampling whole rounds
+    with replacement (a round's windows share its JVMs, so they are not independent draws):
+    (low, high), or None with fewer than two rounds. Seeded, so a table is reproducible."""
+    groups = [rs for rs in by_round.values() if rs]
+    if len(groups) < 2:
+        return None
+    rng = random.Random(seed)
+    medians = sorted(statistics.median([x for g in rng.choices(groups, k=len(groups)) for x in g])
+                     for _ in range(resamples))
+    tail = (1 - level) / 2
+    return medians[int(tail * (resamples - 1))], medians[int(math.ceil((1 - tail) * (resamples - 1)))]
+
+
+def fmt_paired(by_round):
+    ratios = [x for rs in by_round.values() for x in rs]
     if not ratios:
         return "n/a"
-    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} pairs)"
+    ci = round_interval(by_round)
+    around = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+    return (f"{statistics.median(ratios):.2f}{around} "
+            f"({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} pairs)")
 
 
 def fmt_rps(x):
@@ -229,7 +253,8 @@ def run_tables(rows, base):
     # (c) steady state
     out += ["", "### Steady state: measured after the steady-seeking windows, per request shape", "",
             "Medians over rounds; windows in pairs: each measured window over raw-vertx's window of the same"
-            " number in the same round (median, min..max, pairs; with ALTERNATE=1 the two ran beside each other);"
+            " number in the same round (median, in brackets a 90% interval from resampling whole rounds, min..max,"
+            " pairs; with ALTERNATE=1 the two ran beside each other);"
             " errors: the shape's settle and measured runs; steady reached: rounds whose"
             " steady-seeking windows agreed (the others stopped at STEADY_MAX), and the median time from"
             " the first 200 to the end of that phase.", "",
@@ -254,7 +279,7 @@ def run_tables(rows, base):
                 spread = f"{min(rps):,.0f}..{max(rps):,.0f}" if rps else "n/a"
                 out.append(f"| {v} | {t} | {s} | {fmt_rps(median(rps))} | {spread} | {fmt_lat(median(p99))} | "
                            f"{errs} | {fmt_ratio(median(rps), base_median)} | "
-                           f"{fmt_paired(paired(rows, v, base, t, s)) if v != base else '-'} | {reached} |")
+                           f"{fmt_paired(paired_by_round(rows, v, base, t, s)) if v != base else '-'} | {reached} |")
     peak = median(rps_of(base, "json", "minimal"))
     return "\n".join(out), peak
 
@@ -315,13 +340,15 @@ def compare_table(rows, old, new, control):
         notes.append(f"{label}: errors {errors_text(errs, failed_runs, sum(1 for j in js if j['failed']))}, "
                      f"steady agreement reached in {agreed}/{len(js)} JVMs")
     pairs = ["", "Measured windows in pairs: each window over the window of the same number in the same round"
-                 " (the JVMs of a round alive together, their windows alternating); median (min..max, pairs).",
+                 " (the JVMs of a round alive together, their windows alternating); median [90% interval from"
+                 " resampling whole rounds] (min..max, pairs).",
              "", f"| test | shape | {old} / {control} | {new} / {control} | {new} / {old} |",
              "| --- | --- | ---: | ---: | ---: |"]
     for t in tests:
         for s in shapes:
-            pairs.append(f"| {t} | {s} | {fmt_paired(paired(rows, old, control, t, s))} | "
-                         f"{fmt_paired(paired(rows, new, control, t, s))} | {fmt_paired(paired(rows, new, old, t, s))} |")
+            pairs.append(f"| {t} | {s} | {fmt_paired(paired_by_round(rows, old, control, t, s))} | "
+                         f"{fmt_paired(paired_by_round(rows, new, control, t, s))} | "
+                         f"{fmt_paired(paired_by_round(rows, new, old, t, s))} |")
     return "\n".join(out + [""] + notes + pairs)
 
 

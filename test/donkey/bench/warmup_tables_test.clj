@@ -1,7 +1,8 @@
 (ns donkey.bench.warmup-tables-test
   "bench/warmup_tables.py on a small runs.tsv whose figures are known: the paired-window
   ratios (each measured window over the one of the same number, round, test and shape) beside
-  the ratios of medians, in both the run and the compare tables."
+  the ratios of medians, in both the run and the compare tables, with the interval that
+  resampling whole rounds gives their median."
   (:require [clojure.java.io :as io]
             [clojure.java.shell :as sh]
             [clojure.string :as str]
@@ -45,10 +46,13 @@
 (deftest paired-windows-in-the-compare-table
   (let [{:keys [exit out err]} (tables "compare" "old" "new" "raw")]
     (is (= 0 exit) err)
-    (testing "new / raw: the median of four pairs (1.00 0.50 0.90 0.90), not the ratio of medians"
-      (is (str/includes? (line-of out "| plaintext | minimal |") "| 0.90 (0.50..1.00, 4 pairs) |")))
+    (testing "new / raw: the median of four pairs (1.00 0.50 0.90 0.90), not the ratio of medians;
+              resampling the rounds gives 0.75 (round 1 twice, a quarter of the resamples) to 0.90"
+      (is (str/includes? (line-of out "| plaintext | minimal |")
+                         "| 0.90 [0.75, 0.90] (0.50..1.00, 4 pairs) |")))
     (testing "old / raw: every pair 1.00, round 2's third too"
-      (is (str/includes? (line-of out "| plaintext | minimal |") "| 1.00 (1.00..1.00, 5 pairs) |")))
+      (is (str/includes? (line-of out "| plaintext | minimal |")
+                         "| 1.00 [1.00, 1.00] (1.00..1.00, 5 pairs) |")))
     (testing "the main table: the ratio of medians (950 / 1,250), then each round's ratio and their median"
       (is (str/includes? (line-of out "| steady minimal req/s | plaintext |")
                          "| 0.76 | median 0.78: 0.67 0.90 |")))))
@@ -56,6 +60,28 @@
 (deftest paired-windows-in-the-run-table
   (let [{:keys [exit out err]} (tables "run" :peak "raw")]
     (is (= 0 exit) err)
-    (is (str/includes? (line-of out "| new | plaintext | minimal |") "| 0.90 (0.50..1.00, 4 pairs) |"))
+    (is (str/includes? (line-of out "| new | plaintext | minimal |")
+                       "| 0.90 [0.75, 0.90] (0.50..1.00, 4 pairs) |"))
     (is (str/includes? (line-of out "| raw | plaintext | minimal |") "| - |")
         "the base is not paired with itself")))
+
+(defn- python
+  "Runs `expr` with bench/warmup_tables.py imported as w; its printed value."
+  [expr]
+  (let [{:keys [exit out err]} (sh/sh "python3" "-c"
+                                      (str "import sys; sys.path.insert(0, 'bench'); "
+                                           "import warmup_tables as w; print(" expr ")"))]
+    (is (= 0 exit) err)
+    (str/trim out)))
+
+(deftest round-interval
+  (testing "one round: no interval, since its windows are not independent draws"
+    (is (= "None" (python "w.round_interval({'1': [0.9, 1.0, 1.1]})")))
+    (is (= "0.90 (0.80..1.00, 3 pairs)" (python "w.fmt_paired({'1': [0.8, 0.9, 1.0]})"))))
+  (testing "rounds that agree give a narrow interval, rounds that disagree a wide one"
+    (is (= "(1.0, 1.0)" (python "w.round_interval({'1': [1.0, 1.0], '2': [1.0], '3': [1.0]})")))
+    (is (= "(0.8, 1.2)"
+           (python "w.round_interval({'1': [0.8, 0.8], '2': [1.0, 1.0], '3': [1.2, 1.2]})"))))
+  (testing "seeded: the same rows give the same interval"
+    (let [expr "w.round_interval({str(r): [0.7 + 0.05 * r, 1.0] for r in range(8)})"]
+      (is (= (python expr) (python expr))))))
