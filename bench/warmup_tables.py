@@ -12,6 +12,10 @@ window of load).
       NEW/OLD ratios and their median, OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round
       figures over its own median; then the steady state's measured windows in pairs.
 
+Windows in pairs (both tables): each measured window over the window of the same number in
+the same round, test and shape; their median, with a 90% interval for it from resampling
+whole rounds (round_interval).
+
 Figures of one JVM (one round of one variant and test):
   start-up     seconds from the exec of java to the first 200 from /plaintext
   first K s    mean req/s of the first K one-second warm-up windows (K = 5 and 10, or fewer
