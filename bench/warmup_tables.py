@@ -9,7 +9,7 @@ window of load).
       PEAK_FILE (bench/latency.sh reads it).
   warmup_tables.py compare RUNS_TSV OUT_MD OLD NEW CONTROL
       one table: per figure the medians of OLD, NEW and CONTROL, NEW/OLD, the per-round
-      NEW/OLD ratios and their median, OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round
+      NEW/OLD ratios and their median (with a 90% interval from resampling the rounds), OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round
       figures over its own median; then the steady state's measured windows in pairs.
 
 Windows in pairs (both tables): each measured window over the window of the same number in
@@ -319,15 +319,17 @@ def compare_table(rows, old, new, control):
     for t in tests:
         for name, get, kind in figures:
             (c, cb), (o, ob), (n, nb) = med(control, t, get), med(old, t, get), med(new, t, get)
-            per, paired_rounds = [], []
+            per, paired_rounds = [], {}
             for r in rounds:
                 a = get(jvms[r, new, t]) if (r, new, t) in jvms else None
                 b = get(jvms[r, old, t]) if (r, old, t) in jvms else None
                 per.append(fmt_ratio(a, b))
                 if a is not None and b and a != INF and b != INF:
-                    paired_rounds.append(a / b)
+                    paired_rounds[r] = [a / b]
             if paired_rounds:
-                per.insert(0, f"median {statistics.median(paired_rounds):.2f}:")
+                ci = round_interval(paired_rounds)
+                around = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+                per.insert(0, f"median {statistics.median(x for [x] in paired_rounds.values()):.2f}{around}:")
             ctl = []
             for r in rounds:
                 x = get(jvms[r, control, t]) if (r, control, t) in jvms else None

@@ -53,9 +53,10 @@
     (testing "old / raw: every pair 1.00, round 2's third too"
       (is (str/includes? (line-of out "| plaintext | minimal |")
                          "| 1.00 [1.00, 1.00] (1.00..1.00, 5 pairs) |")))
-    (testing "the main table: the ratio of medians (950 / 1,250), then each round's ratio and their median"
+    (testing "the main table: the ratio of medians (950 / 1,250), then each round's ratio and their
+              median, with the interval that resampling the two rounds gives it"
       (is (str/includes? (line-of out "| steady minimal req/s | plaintext |")
-                         "| 0.76 | median 0.78: 0.67 0.90 |")))))
+                         "| 0.76 | median 0.78 [0.67, 0.90]: 0.67 0.90 |")))))
 
 (deftest paired-windows-in-the-run-table
   (let [{:keys [exit out err]} (tables "run" :peak "raw")]
