@@ -26,8 +26,8 @@
 # steady state, the steady state per shape) and test: the median of raw-vertx, of REV and of
 # the work tree (or REV2), the ratio of the last two medians (new / REV), each round's own
 # new / REV ratio and their median (with a 90% interval from resampling the rounds), REV and
-# new each over raw-vertx (ratios of medians), and
-# each round's raw-vertx figure over raw-vertx's median; then the steady state's measured
+# new each over raw-vertx (ratios of medians), and each round's raw-vertx figure over
+# raw-vertx's median; then the steady state's measured
 # windows in pairs (each over the window of the same number in the same round): the median,
 # and a 90% interval for it from resampling whole rounds (a round's windows share its JVMs).
 # A ratio above 1 is more req/s for throughput figures and more seconds (slower) for start-up

@@ -9,8 +9,9 @@ window of load).
       PEAK_FILE (bench/latency.sh reads it).
   warmup_tables.py compare RUNS_TSV OUT_MD OLD NEW CONTROL
       one table: per figure the medians of OLD, NEW and CONTROL, NEW/OLD, the per-round
-      NEW/OLD ratios and their median (with a 90% interval from resampling the rounds), OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round
-      figures over its own median; then the steady state's measured windows in pairs.
+      NEW/OLD ratios and their median (with a 90% interval from resampling the rounds),
+      OLD/CONTROL and NEW/CONTROL, and CONTROL's per-round figures over its own median; then
+      the steady state's measured windows in pairs.
 
 Windows in pairs (both tables): each measured window over the window of the same number in
 the same round, test and shape; their median, with a 90% interval for it from resampling
@@ -147,14 +148,19 @@ def round_interval(by_round, level=0.90, resamples=2000, seed=1):
     return medians[int(tail * (resamples - 1))], medians[int(math.ceil((1 - tail) * (resamples - 1)))]
 
 
+def fmt_median(by_round):
+    """The median of every round's ratios together, then round_interval's interval for it in
+    brackets when there is one."""
+    ratios = [x for rs in by_round.values() for x in rs]
+    ci = round_interval(by_round)
+    return f"{statistics.median(ratios):.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
 def fmt_paired(by_round):
     ratios = [x for rs in by_round.values() for x in rs]
     if not ratios:
         return "n/a"
-    ci = round_interval(by_round)
-    around = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
-    return (f"{statistics.median(ratios):.2f}{around} "
-            f"({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} pairs)")
+    return f"{fmt_median(by_round)} ({min(ratios):.2f}..{max(ratios):.2f}, {len(ratios)} pairs)"
 
 
 def fmt_rps(x):
@@ -327,9 +333,7 @@ def compare_table(rows, old, new, control):
                 if a is not None and b and a != INF and b != INF:
                     paired_rounds[r] = [a / b]
             if paired_rounds:
-                ci = round_interval(paired_rounds)
-                around = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
-                per.insert(0, f"median {statistics.median(x for [x] in paired_rounds.values()):.2f}{around}:")
+                per.insert(0, f"median {fmt_median(paired_rounds)}:")
             ctl = []
             for r in rounds:
                 x = get(jvms[r, control, t]) if (r, control, t) in jvms else None
