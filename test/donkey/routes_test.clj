@@ -7,7 +7,7 @@
             [donkey.server :as server]
             [donkey.test-util :as u :refer [with-server request raw header]]
             [ring.middleware.params :refer [wrap-params]])
-  (:import (donkey.route Route Router Router$Match)))
+  (:import (donkey.route PathMemo Route Router Router$Match)))
 
 (defn- echo [tag]
   (fn [req] {:status 200 :headers {"content-type" "text/plain"}
@@ -102,6 +102,60 @@
             (is (= (str p " nil") (:body ((.handler r) {}))) (str n " " p))))
         (is (= 404 (.status (.match router "GET" "/p0y" nil nil))))
         (is (= 404 (.status (.match router "GET" "/q0" nil nil))))))))
+
+;; an event loop remembers the literal path it routed last, by identity: the same instance
+;; with another table, another instance of another path, a parameter path and a method outside
+;; the table each get their own answer
+(deftest a-loop-s-path-memo-answers-as-the-table-does
+  (let [a (routes/compile-routes [{:path "/a" :handler (echo "a1")}
+                                  {:path "/b" :methods [:get] :handler (echo "b1")}
+                                  {:path "/u/:id" :handler (echo "u1")}]
+                                 [])
+        b (routes/compile-routes [{:path "/a" :handler (echo "a2")}] [])
+        memo (PathMemo.)
+        body (fn [^Router router method ^String path]
+               (let [^Router$Match m (.match router method path nil nil memo)]
+                 (if (zero? (.status m))
+                   (:body ((.handler ^Route (.route m)) {:path-params (.pathParams m)}))
+                   (.status m))))
+        path-a (String. "/a")]
+    (is (= "a1 {}" (body a "GET" path-a)))
+    (is (= "a1 {}" (body a "GET" path-a)) "the memo's own answer")
+    (is (= "a2 {}" (body b "GET" path-a)) "the same path instance with another table")
+    (is (= "a1 {}" (body a "GET" path-a)) "and back")
+    (is (= "b1 {}" (body a "GET" (String. "/b"))))
+    (is (= 405 (body a "POST" (String. "/b"))))
+    (is (= "a1 {}" (body a "POST" path-a)))
+    (is (= 404 (body b "GET" (String. "/b"))) "a path the other table lacks")
+    (let [u (String. "/u/7")]
+      (is (= "u1 {:id \"7\"}" (body a "GET" u)))
+      (is (= "u1 {:id \"7\"}" (body a "GET" u)) "a parameter path is matched each time"))))
+
+(deftest pipelined-targets-on-one-loop-get-their-own-path-and-query
+  ;; one connection, so one event loop: each target, repeated or not, routes and maps as it
+  ;; would alone
+  (with-server {:routes [{:path "/r" :handler (fn [req] {:status 200
+                                                         :body (str "r " (:uri req) " "
+                                                                    (pr-str (:query-string req)))})}
+                         {:path "/s" :methods [:get] :handler (fn [req] {:status 200
+                                                                         :body (str "s " (:uri req) " "
+                                                                                    (pr-str (:query-string req)))})}
+                         {:path "/p/:id" :handler (fn [req] {:status 200
+                                                             :body (str "p " (:uri req) " "
+                                                                        (pr-str (:query-string req)))})}]}
+    {}
+    (let [targets ["/r?x=1" "/r" "/r" "/s" "/r?x=1" "/r?" "/nope" "/s?y=2" "/p/1" "/p/2?z"
+                   "/r" "http://h.example/s?q=3" "/s"]
+          data (apply str (map-indexed (fn [i t]
+                                         (str "GET " t " HTTP/1.1\r\nHost: x\r\n"
+                                              (when (= i (dec (count targets))) "Connection: close\r\n")
+                                              "\r\n"))
+                                       targets))
+          resp (raw data)]
+      (is (= [200 200 200 200 200 200 404 200 200 200 200 200 200] (u/statuses resp)))
+      (is (= ["r /r \"x=1\"" "r /r nil" "r /r nil" "s /s nil" "r /r \"x=1\"" "r /r \"\""
+              "s /s \"y=2\"" "p /p/1 nil" "p /p/2 \"z\"" "r /r nil" "s /s \"q=3\"" "s /s nil"]
+             (re-seq #"(?:r|s|p) /[a-z0-9/]* (?:nil|\"[^\"]*\")" resp))))))
 
 (deftest consumes-415
   (with-server {:routes [{:path "/in" :methods [:post] :consumes ["application/json" "text/*"]

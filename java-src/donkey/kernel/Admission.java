@@ -46,6 +46,9 @@ abstract class Admission extends ErrorAnswers {
   private Route route;
   /** The request's body, or null when it has none. */
   private RequestBody body;
+  /** The request's path and query string (null without one), as the head check found them. */
+  private String path;
+  private String query;
 
   Admission(ServerVerticle loop, HttpServerRequest req, ConnectionGuard.State connection) {
     super(loop, req, connection);
@@ -108,6 +111,8 @@ abstract class Admission extends ErrorAnswers {
       refuse(check.status, bad);
       return;
     }
+    path = check.path;
+    query = check.query;
     // the client's last request (RFC 9112 9.6): no request read behind it is served, and the
     // connection closes after its answer, which says so
     if (check.close) closeAfterResponse();
@@ -185,8 +190,8 @@ abstract class Admission extends ErrorAnswers {
       async = cfg.async;
       return true;
     }
-    Router.Match m = cfg.router.match(req.method().name(), req.path(),
-        h == null ? null : h.contentType, h == null ? null : h.accept);
+    Router.Match m = cfg.router.match(req.method().name(), path,
+        h == null ? null : h.contentType, h == null ? null : h.accept, loop.pathMemo);
     if (m.status == 0) {
       handler = m.route.handler();
       async = m.route.mode() == Route.Mode.NON_BLOCKING;
@@ -233,6 +238,16 @@ abstract class Admission extends ErrorAnswers {
   /** The scanned headers, or null when the kernel needed none ({@link #head}). */
   final RequestMap.Head head() {
     return head;
+  }
+
+  /** The request's path, as Vert.x's {@code path()} gives it. */
+  final String path() {
+    return path;
+  }
+
+  /** The request's query string, or null without one. */
+  final String query() {
+    return query;
   }
 
   /** The handler this request runs. */

@@ -394,7 +394,7 @@ final class Exchange extends Admission implements WorkerPool.Queued, Handler<Voi
     } else {
       request = c != null
           ? RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, c.remoteAddress,
-              c.localAddress, c.ssl, c.clientCert)
+              c.localAddress, c.ssl, c.clientCert, path(), query())
           : RequestMap.build(req, head, in, cfg.trustForwardedFor, pathParams, null);
     }
     if (async()) {

@@ -43,14 +43,25 @@ final class HeadCheck {
   boolean close;
   /** True when an Upgrade line lists {@code websocket}. */
   boolean websocket;
+  /**
+   * The request's path and query string, as Vert.x's {@code path()} and {@code query()} give
+   * them (the query null when there is none), when {@link #check} let it through.
+   */
+  String path;
+  String query;
   /** The first Host line's value and the number of Host lines, as the scan found them. */
   private String host;
   private int hosts;
   /**
    * The request target and Host value this loop last found valid: the next request on a
    * connection usually repeats them, and an equal String is valid without a second scan.
+   * The target's path and query string come with it, so a repeated target is not scanned
+   * for its {@code ?} again, and its path is the same instance each time (which the route
+   * table's memo compares by identity: {@link donkey.route.Router.Memo}).
    */
-  private String validTarget = "/";
+  private String validTarget;
+  private String validPath;
+  private String validQuery;
   private String validHost;
 
   /**
@@ -79,7 +90,11 @@ final class HeadCheck {
       String bad = target(uri, method);
       if (bad != null) return bad;
       validTarget = uri;
+      validPath = req.path();
+      validQuery = req.query();
     }
+    path = validPath;
+    query = validQuery;
     return headerLines(req.headers(), req.version(), uri, conn);
   }
 

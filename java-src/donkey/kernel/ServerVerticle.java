@@ -14,6 +14,7 @@ import donkey.kernel.workers.WorkerPool;
 import donkey.kernel.workers.Workers;
 import donkey.ring.Proxies;
 import donkey.ring.RequestMap;
+import donkey.route.PathMemo;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
@@ -61,6 +62,8 @@ final class ServerVerticle extends VerticleBase {
   final ResponseCompression compression;
   /** The checks of each request head; loop-confined scratch. */
   final HeadCheck headCheck = new HeadCheck();
+  /** The route table's answer for the last literal path routed here; loop-confined. */
+  final PathMemo pathMemo = new PathMemo();
   /** The verticle whose event loop the current thread is, for {@link RequestScope}. */
   private static final ThreadLocal<ServerVerticle> LOOP = new ThreadLocal<>();
   private final int port;

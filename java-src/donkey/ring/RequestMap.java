@@ -246,17 +246,31 @@ public final class RequestMap {
                                      boolean trustForwardedFor, IPersistentMap pathParams,
                                      String peer, SocketAddress local, boolean ssl,
                                      Object clientCert) {
+    return build(req, head, body, trustForwardedFor, pathParams, peer, local, ssl, clientCert,
+        req.path(), req.query());
+  }
+
+  /**
+   * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String,
+   * SocketAddress, boolean, Object)} with the request's path and query string already worked
+   * out by the caller: what {@code req.path()} and {@code req.query()} return.
+   */
+  public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
+                                     boolean trustForwardedFor, IPersistentMap pathParams,
+                                     String peer, SocketAddress local, boolean ssl,
+                                     Object clientCert, String path, String query) {
     String uri = req.uri();
     HostAndPort absolute = uri.startsWith("/") ? null : targetAuthority(uri);
     return make(req, head, body, pathParams, absolute, local, ssl, peer, trustForwardedFor,
-        clientCert);
+        clientCert, path, query);
   }
 
   private static IPersistentMap make(HttpServerRequest req, Head head, InputStream body,
                                      IPersistentMap pathParams, HostAndPort absolute,
                                      SocketAddress local, boolean https, String peer,
-                                     boolean trustForwardedFor, Object clientCert) {
-    return new LazyRequestMap(req.headers(), head, absolute, local, req.path(), req.query(),
+                                     boolean trustForwardedFor, Object clientCert,
+                                     String path, String query) {
+    return new LazyRequestMap(req.headers(), head, absolute, local, path, query,
         method(req.method()), https ? HTTPS : HTTP, protocol(req.version()), body,
         pathParams, peer, trustForwardedFor, clientCert);
   }
@@ -278,7 +292,7 @@ public final class RequestMap {
     boolean https = f.https(ssl);
     HostAndPort absolute = f.authority(target != null ? target : req.authority(), local, https);
     return make(req, head, body, pathParams, absolute != null ? absolute : target, local, https,
-        f.remote, false, clientCert);
+        f.remote, false, clientCert, req.path(), req.query());
   }
 
 
@@ -441,11 +455,9 @@ public final class RequestMap {
 
   /** The Ring {@code :protocol} of a request of version {@code v}. */
   public static String protocol(HttpVersion v) {
-    switch (v) {
-      case HTTP_1_0: return "HTTP/1.0";
-      case HTTP_1_1: return "HTTP/1.1";
-      default: return "HTTP/2.0";
-    }
+    // compared by identity: a switch on the enum reads a look-up table per call
+    if (v == HttpVersion.HTTP_1_1) return "HTTP/1.1";
+    return v == HttpVersion.HTTP_1_0 ? "HTTP/1.0" : "HTTP/2.0";
   }
 
   /**

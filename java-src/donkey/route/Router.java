@@ -203,7 +203,26 @@ public final class Router {
    * @param accept the request's Accept, or null
    */
   public Match match(String method, String path, String contentType, String accept) {
-    Match[] outcomes = literalOutcomes(path);
+    return match(method, path, contentType, accept, null);
+  }
+
+  /**
+   * {@link #match(String, String, String, String)} that first asks {@code memo}, the calling
+   * event loop's own, whether {@code path} is the very instance it routed last.
+   */
+  public Match match(String method, String path, String contentType, String accept,
+                     PathMemo memo) {
+    Match[] outcomes;
+    if (memo != null && memo.path == path && memo.router == this) {
+      outcomes = memo.outcomes;
+    } else {
+      outcomes = literalOutcomes(path);
+      if (outcomes != null && memo != null) {
+        memo.router = this;
+        memo.path = path;
+        memo.outcomes = outcomes;
+      }
+    }
     if (outcomes != null) {
       for (int i = 0; i < METHODS.length; i++) {
         if (METHODS[i] == method) return outcomes[i];
