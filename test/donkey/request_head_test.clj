@@ -111,6 +111,18 @@
                (:headers (served "GET / HTTP/1.1\r\nHost: x\r\nX-Empty:\r\n\r\n")))
             "an empty value is fine")))))
 
+(deftest asterisk-form-is-for-options-only
+  ;; RFC 9112 3.2.4: "*" is the target of a server-wide OPTIONS and of nothing else, however
+  ;; often the same connection (and so the same event loop) has just seen it valid
+  (with-server echo opts
+    (is (refused? "GET * HTTP/1.1\r\nHost: x\r\n\r\n"))
+    (is (= [200] (statuses (:resp (exchange "OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")))))
+    (let [r (exchange (str "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "GET * HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"))]
+      (is (= [200 400] (statuses (:resp r))) "the GET behind a served OPTIONS * is refused")
+      (is (closed? r)))))
+
 (deftest the-head-check-reads-header-names-in-any-case
   ;; the head check compares names to Netty's constants; the decoder hands those out for
   ;; well-known names in their usual case, and any other casing must still be recognised

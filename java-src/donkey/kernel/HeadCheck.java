@@ -57,7 +57,7 @@ final class HeadCheck {
    * connection usually repeats them, and an equal String is valid without a second scan.
    * The target's path and query string come with it, so a repeated target is not scanned
    * for its {@code ?} again, and its path is the same instance each time (which the route
-   * table's memo compares by identity: {@link donkey.route.Router.Memo}).
+   * table's memo compares by identity: {@link donkey.route.PathMemo}).
    */
   private String validTarget;
   private String validPath;
@@ -86,15 +86,21 @@ final class HeadCheck {
       }
     }
     String uri = req.uri();
-    if (!uri.equals(validTarget)) {
+    if (uri.equals(validTarget)) {
+      path = validPath;
+      query = validQuery;
+    } else {
       String bad = target(uri, method);
       if (bad != null) return bad;
-      validTarget = uri;
-      validPath = req.path();
-      validQuery = req.query();
+      path = req.path();
+      query = req.query();
+      // "*" is valid for OPTIONS alone, so it is never taken as valid for what follows
+      if (!uri.equals("*")) {
+        validTarget = uri;
+        validPath = path;
+        validQuery = query;
+      }
     }
-    path = validPath;
-    query = validQuery;
     return headerLines(req.headers(), req.version(), uri, conn);
   }
 
