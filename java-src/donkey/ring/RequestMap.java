@@ -228,32 +228,22 @@ public final class RequestMap {
                                      String peer) {
     return build(req, head, body, trustForwardedFor, pathParams,
         peer != null ? peer : req.remoteAddress().hostAddress(), req.localAddress(),
-        req.isSSL(), null);
+        req.isSSL(), null, req.path(), req.query());
   }
 
   /**
    * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String)} with
    * what the kernel takes of the connection once, at accept: its addresses, and whether it is
-   * TLS (Vert.x answers {@code isSSL()} by searching the channel's pipeline on every call).
+   * TLS (Vert.x answers {@code isSSL()} by searching the channel's pipeline on every call);
+   * and with the request's path and query string, which its head check has worked out.
    *
    * @param peer the socket peer's address
    * @param local the connection's local address
    * @param ssl true when the connection is TLS ({@code :scheme :https})
    * @param clientCert the client's certificate ({@code :ssl-client-cert}, a
    *     {@link java.security.cert.X509Certificate}), or null: the map then has no such key
-   */
-  public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
-                                     boolean trustForwardedFor, IPersistentMap pathParams,
-                                     String peer, SocketAddress local, boolean ssl,
-                                     Object clientCert) {
-    return build(req, head, body, trustForwardedFor, pathParams, peer, local, ssl, clientCert,
-        req.path(), req.query());
-  }
-
-  /**
-   * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String,
-   * SocketAddress, boolean, Object)} with the request's path and query string already worked
-   * out by the caller: what {@code req.path()} and {@code req.query()} return.
+   * @param path what {@code req.path()} returns
+   * @param query what {@code req.query()} returns
    */
   public static IPersistentMap build(HttpServerRequest req, Head head, InputStream body,
                                      boolean trustForwardedFor, IPersistentMap pathParams,
@@ -277,9 +267,9 @@ public final class RequestMap {
 
   /**
    * {@link #build(HttpServerRequest, Head, InputStream, boolean, IPersistentMap, String,
-   * SocketAddress, boolean, Object)} for a request that came through a trusted proxy:
-   * {@code :remote-addr}, {@code :scheme}, {@code :server-name} and {@code :server-port} are
-   * what {@code f}, its forwarding headers, say, and the socket's where they say nothing. A
+   * SocketAddress, boolean, Object, String, String)} for a request that came through a trusted
+   * proxy: {@code :remote-addr}, {@code :scheme}, {@code :server-name} and {@code :server-port}
+   * are what {@code f}, its forwarding headers, say, and the socket's where they say nothing. A
    * forwarded scheme or host without a port gives the scheme's default port, unless the Host
    * header that stays names one. Event loop.
    */
