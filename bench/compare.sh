@@ -18,7 +18,7 @@
 # VARIANT, REV first in odd rounds and second in even ones. Every JVM is measured as in run.sh:
 # start-up to the first 200, the endpoint check, WARM_WINDOWS one-second windows,
 # steady-seeking windows, then SETTLE seconds and MEASURE_WINDOWS x DURATION seconds measured
-# per shape of SHAPES. With ALTERNATE=1 (the default) the round's three JVMs of a test stay
+# per shape of SHAPES, their order rotating each round. With ALTERNATE=1 (the default) the round's three JVMs of a test stay
 # alive and their measured windows alternate, as in run.sh, and the order rotates each round
 # (raw-vertx first in rounds 1 and 4, last in 2 and 5, second in 3).
 #
@@ -127,7 +127,7 @@ total=$(( RUNS * 3 * n_tests ))
 n=0
 log "$RUNS rounds x (raw-vertx $OLD $NEW) x ($TESTS), a fresh JVM each: ${WARM_WINDOWS} x 1s warm-up," \
     "steady-seeking ${STEADY_WINDOW}s windows (agree within ${STEADY_TOL}%, at most ${STEADY_MAX}s)," \
-    "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
+    "then per shape ($SHAPES, the order rotating each round) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
 for round in $(seq 1 "$RUNS"); do
   if [ $((round % 2)) -eq 1 ]; then order=(raw-vertx "$OLD" "$NEW"); else order=(raw-vertx "$NEW" "$OLD"); fi
   if [ "$ALTERNATE" = 1 ]; then
@@ -165,7 +165,7 @@ python3 "$ROOT/bench/warmup_tables.py" compare "$RUNS_TSV" "$LOGS/table.md" "$OL
   echo "$NEW against $OLD, $RUNS rounds, interleaved ($order_text)," \
        "a fresh JVM per (build, test, round) on CPU $SERVER_CPU; JVM flags: -XX:ActiveProcessorCount=1 $JVM_OPTS"
   echo "warm-up: $WARM_WINDOWS x 1s windows from the first 200; steady-seeking: ${STEADY_WINDOW}s windows until two" \
-       "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
+       "agree within ${STEADY_TOL}% or ${STEADY_MAX}s; then per shape (the order rotating each round) ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median)"
   echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \
        "json not pipelined; donkey JSON: $JSON_MODE_RESOLVED; every window: $RUNS_TSV"
 } | tee -a "$LOGS/table.md"

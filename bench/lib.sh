@@ -463,10 +463,13 @@ shape_settle() {
 #   4. steady-seeking: STEADY_WINDOW-second windows, minimal shape, until two consecutive ones
 #      agree within STEADY_TOL percent (note agreed) or the next window would take this phase
 #      past STEADY_MAX seconds (note max); at least one window;
-#   5. for each shape of SHAPES: a SETTLE-second run (phase settle, new connections); for a
-#      shape other than minimal, STEADY_WINDOW-second settle windows until two agree (note
-#      agreed) or the next would pass SHAPE_MAX seconds; then MEASURE_WINDOWS windows of DURATION
-#      seconds measured (phase measure; the shape's figure is their median).
+#   5. for each shape of SHAPES, in SHAPES' order rotated left by ROUND-1 (rotated), so that
+#      over the rounds each shape is measured in each place (a shape measured after another
+#      has come out lower against raw Vert.x: bench/RESULTS.md): a SETTLE-second run (phase
+#      settle, new connections); for a shape other than minimal, STEADY_WINDOW-second settle
+#      windows until two agree (note agreed) or the next would pass SHAPE_MAX seconds; then
+#      MEASURE_WINDOWS windows of DURATION seconds measured (phase measure; the shape's figure
+#      is their median).
 # Returns 1 when the server did not start, answered wrongly, a request failed in any window,
 # or the bench app printed a reflection warning.
 measure_jvm() {
@@ -506,7 +509,9 @@ measure_round() {
     PORT=$((base + $1)); M_LABEL="${R_LABELS[$1]}"; READY_US="${ready[$1]}"; SERVER_PID="${SLOT_PID[$1]}"
     M_LOG="$dir/server-$M_LABEL-$test-r$round.log"
   }
-  for shape in $SHAPES; do
+  # shellcheck disable=SC2086 # SHAPES is a list of words
+  rotated "$round" $SHAPES
+  for shape in "${ROTATED[@]}"; do
     for k in "${live[@]}"; do use_slot "$k"; shape_settle "$shape" || bad=1; measured[k]=""; done
     for w in $(seq 1 "$MEASURE_WINDOWS"); do
       for j in "${!live[@]}"; do

@@ -26,7 +26,8 @@
 #      ones agree within STEADY_TOL percent (of the larger), or until the next window would take
 #      this phase past STEADY_MAX seconds of load (not counting the warm-up); which of the two
 #      ended it is reported;
-#   5. for each request shape of SHAPES, in the same JVM: a SETTLE-second run in that shape (its
+#   5. for each request shape of SHAPES, in the same JVM, in SHAPES' order in round 1 and
+#      rotated one place further each round after: a SETTLE-second run in that shape (its
 #      connections are new); for a shape other than minimal, which can cost a deoptimization and
 #      a recompile, STEADY_WINDOW-second windows until two agree or SHAPE_MAX seconds; then
 #      MEASURE_WINDOWS DURATION-second windows measured, the shape's figure being their median.
@@ -103,7 +104,7 @@ total=$(( RUNS * ${#ACTIVE[@]} * n_tests ))
 n=0
 log "${RUNS} rounds x (${ACTIVE[*]}) x ($TESTS), a fresh JVM each: ${WARM_WINDOWS} x 1s warm-up," \
     "steady-seeking ${STEADY_WINDOW}s windows (agree within ${STEADY_TOL}%, at most ${STEADY_MAX}s)," \
-    "then per shape ($SHAPES) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median);" \
+    "then per shape ($SHAPES, the order rotating each round) ${SETTLE}s settle (other shapes: then ${STEADY_WINDOW}s windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median);" \
     "$CONNECTIONS connections, plaintext pipelined $PIPELINE deep"
 for round in $(seq 1 "$RUNS"); do
   for test in $TESTS; do
@@ -136,7 +137,7 @@ python3 "$ROOT/bench/warmup_tables.py" run "$RUNS_TSV" "$LOGS/table.md" "$RESULT
   echo "start-up: exec of java to the first 200 from /plaintext (curl every ~20 ms); then the endpoint check;" \
        "warm-up: $WARM_WINDOWS x 1s windows from there, minimal shape;"
   echo "steady-seeking: ${STEADY_WINDOW}s windows until two agree within ${STEADY_TOL}% or ${STEADY_MAX}s;" \
-       "then per shape ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median); steady state = the minimal shape's figure"
+       "then per shape (the order rotating each round) ${SETTLE}s settle (other shapes: then settle windows until two agree, at most ${SHAPE_MAX}s) + ${MEASURE_WINDOWS} x ${DURATION}s measured (median); steady state = the minimal shape's figure"
   echo "$CONNECTIONS connections; wrk -t$WRK_THREADS on CPU $LOAD_CPU; plaintext pipelined $PIPELINE deep," \
        "json not pipelined; errors = non-2xx + socket errors, in every window, warm-ups included"
   echo "donkey JSON: $JSON_MODE_RESOLVED; every window: $RUNS_TSV"
