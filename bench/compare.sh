@@ -18,9 +18,10 @@
 # VARIANT, REV first in odd rounds and second in even ones. Every JVM is measured as in run.sh:
 # start-up to the first 200, the endpoint check, WARM_WINDOWS one-second windows,
 # steady-seeking windows, then SETTLE seconds and MEASURE_WINDOWS x DURATION seconds measured
-# per shape of SHAPES, their order rotating each round. With ALTERNATE=1 (the default) the round's three JVMs of a test stay
-# alive and their measured windows alternate, as in run.sh, and the order rotates each round
-# (raw-vertx first in rounds 1 and 4, last in 2 and 5, second in 3).
+# per shape of SHAPES, their order rotating each round. With ALTERNATE=1 (the default) the
+# round's three JVMs of a test stay alive and their measured windows alternate, as in run.sh,
+# and the JVMs' order rotates each round (raw-vertx first in rounds 1 and 4, last in 2 and 5,
+# second in 3).
 #
 # The table gives, per figure (start-up, the first 5 and 10 s of warm-up, time to 90% of the
 # steady state, the steady state per shape) and test: the median of raw-vertx, of REV and of
