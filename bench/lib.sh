@@ -364,19 +364,46 @@ pin_self() { taskset -pc "$LOAD_CPU" $$ >/dev/null; }
 # seconds). seconds: the window's length as wrk measured it; t_end: seconds from the server's
 # first 200 to the end of the window; note: on the last steady window, agreed or max; on a
 # start that failed, start-failed.
-RUNS_COLUMNS="round variant test phase shape window seconds rps p99_us errors loadavg t_end note"
+# server_cpu, load_cpu: how busy SERVER_CPU and LOAD_CPU were over the window's wrk run, in
+# percent; steal: the share of both CPUs' time the hypervisor took (all from /proc/stat; -1 where
+# it cannot be read). A load_cpu near 100 marks a window that measured the load generator too.
+RUNS_COLUMNS="round variant test phase shape window seconds rps p99_us errors loadavg t_end note server_cpu load_cpu steal"
 tsv_header() { tr ' ' '\t' <<<"$RUNS_COLUMNS" >"$1"; }
 tsv_row() { local file="$1"; shift; (IFS=$'\t'; echo "$*") >>"$file"; }  # tsv_row FILE FIELD...
 us_to_s() { printf '%d.%06d' $(( $1 / 1000000 )) $(( $1 % 1000000 )); }  # a non-negative count of us
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
+# cpu_ticks: "cpuN busy total steal" per CPU, in jiffies, from /proc/stat (guest time is in user).
+cpu_ticks() {
+  awk '$1 ~ /^cpu[0-9]+$/ { b = $2 + $3 + $4 + $7 + $8; print $1, b, b + $5 + $6 + $9, $9 }' /proc/stat 2>/dev/null || true
+}
+# cpu_window BEFORE AFTER: "server_cpu load_cpu steal" in percent between two cpu_ticks.
+cpu_window() {
+  awk -v s="cpu$SERVER_CPU" -v l="cpu$LOAD_CPU" -v before="$1" -v after="$2" '
+    function parse(text, into,   n, i, f, lines) {
+      n = split(text, lines, "\n")
+      for (i = 1; i <= n; i++) if (split(lines[i], f, " ") == 4) { into[f[1], "b"] = f[2]; into[f[1], "t"] = f[3]; into[f[1], "s"] = f[4] }
+    }
+    function pct(cpu, k,   dt) {
+      dt = a[cpu, "t"] - b[cpu, "t"]
+      return (dt > 0) ? sprintf("%.0f", 100 * (a[cpu, k] - b[cpu, k]) / dt) : -1
+    }
+    BEGIN {
+      parse(before, b); parse(after, a)
+      dt = (a[s, "t"] - b[s, "t"]) + (a[l, "t"] - b[l, "t"])
+      st = (dt > 0) ? sprintf("%.1f", 100 * ((a[s, "s"] - b[s, "s"]) + (a[l, "s"] - b[l, "s"])) / dt) : -1
+      print pct(s, "b"), pct(l, "b"), st
+    }'
+}
 
 # load_window PHASE SHAPE INDEX SECONDS: one wrk run against the JVM measure_jvm is measuring;
 # sets W_* for emit_window; returns 1 when a request failed or wrk did.
 load_window() {
   W_PHASE="$1"; W_SHAPE="$2"; W_INDEX="$3"
-  local secs="$4" r dur
+  local secs="$4" r dur ticks
+  ticks="$(cpu_ticks)"
   r="$(wrk_run "$secs" "$M_TEST" "$M_DIR/wrk-$M_LABEL-$M_TEST-r$M_ROUND-$W_PHASE-$W_SHAPE-$W_INDEX.txt" \
        "$CONNECTIONS" "$W_SHAPE")"
+  W_CPU="$(cpu_window "$ticks" "$(cpu_ticks)")"; W_CPU="${W_CPU:--1 -1 -1}"
   W_TEND="$(us_to_s $(( $(now_us) - READY_US )))"
   W_ERR="$(errors_of "$r")"; W_RPS="$(field rps "$r")"; W_P99="$(field p99_us "$r")"
   dur="$(field duration_us "$r")"
@@ -387,7 +414,7 @@ load_window() {
 
 emit_window() {  # emit_window NOTE: the row of the last load_window
   tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" "$W_PHASE" "$W_SHAPE" "$W_INDEX" "$W_SECS" \
-    "$W_RPS" "$W_P99" "$W_ERR" "$(loadavg)" "$W_TEND" "$1"
+    "$W_RPS" "$W_P99" "$W_ERR" "$(loadavg)" "$W_TEND" "$1" $W_CPU
 }
 
 agree() {  # agree A B: A and B (req/s) differ by at most STEADY_TOL percent of the larger
@@ -407,10 +434,10 @@ jvm_warm() {
   local variant="$2" bad=0 i total prev note warm=""
   if ! start_server "$variant" "$M_LOG"; then
     log "    $M_LABEL failed to start; log: $M_LOG"; stop_server
-    tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 0 0 -1 -1 "$(loadavg)" 0 start-failed
+    tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 0 0 -1 -1 "$(loadavg)" 0 start-failed -1 -1 -1
     return 1
   fi
-  tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 "$(us_to_s "$STARTUP_US")" 0 -1 0 "$(loadavg)" 0 -
+  tsv_row "$M_TSV" "$M_ROUND" "$M_LABEL" "$M_TEST" startup - 0 "$(us_to_s "$STARTUP_US")" 0 -1 0 "$(loadavg)" 0 - -1 -1 -1
   check_endpoints "$variant" "$M_DIR" "$M_TEST" || { log "    $M_LABEL answers wrongly; log: $M_LOG"; bad=2; }
   for i in $(seq 1 "$WARM_WINDOWS"); do
     load_window warmup minimal "$i" 1 || bad=2

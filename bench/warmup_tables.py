@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tables of bench/run.sh and bench/compare.sh, from the runs.tsv that bench/lib.sh's
 measure_jvm writes (columns: RUNS_COLUMNS in bench/lib.sh; one row per JVM start and per
-window of load).
+window of load). Both tables end with the CPUs' load over the measured windows when runs.tsv
+has it (cpu_lines).
 
   warmup_tables.py run RUNS_TSV OUT_MD PEAK_FILE BASE
       (a) start-up, (b) warm-up, (c) steady state per request shape; every ratio is to the
@@ -290,8 +291,40 @@ def run_tables(rows, base):
                 out.append(f"| {v} | {t} | {s} | {fmt_rps(median(rps))} | {spread} | {fmt_lat(median(p99))} | "
                            f"{errs} | {fmt_ratio(median(rps), base_median)} | "
                            f"{fmt_paired(paired_by_round(rows, v, base, t, s)) if v != base else '-'} | {reached} |")
+    out += cpu_lines(rows, variants, tests)
     peak = median(rps_of(base, "json", "minimal"))
     return "\n".join(out), peak
+
+
+def cpu_lines(rows, variants, tests):
+    """The CPUs' load over the measured windows, per variant and test, from runs.tsv's
+    server_cpu, load_cpu and steal columns; [] for a runs.tsv without them. A window whose load
+    generator was busy near 100% measured wrk as much as the server."""
+    def num(r, k):
+        try:
+            return float(r.get(k) or -1)
+        except ValueError:
+            return -1.0
+    measured = [r for r in rows if r["phase"] == "measure" and num(r, "load_cpu") >= 0
+                and int(r["errors"]) >= 0]
+    if not measured:
+        return []
+    out = ["", "CPU over the measured windows (runs.tsv's server_cpu, load_cpu, steal; median, max):"
+               " server's CPU / load generator's CPU / steal; windows with the load generator at >= 95%.", "",
+           "| test | variant | server CPU | load generator CPU | steal | load generator >= 95% |",
+           "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for t in tests:
+        for v in variants:
+            ws = [r for r in measured if r["variant"] == v and r["test"] == t]
+            if not ws:
+                continue
+            cells = []
+            for k, digits in (("server_cpu", 0), ("load_cpu", 0), ("steal", 1)):
+                xs = [num(r, k) for r in ws if num(r, k) >= 0]
+                cells.append(f"{statistics.median(xs):.{digits}f}%, {max(xs):.{digits}f}%" if xs else "n/a")
+            hot = sum(1 for r in ws if num(r, "load_cpu") >= 95)
+            out.append(f"| {t} | {v} | " + " | ".join(cells) + f" | {hot}/{len(ws)} |")
+    return out
 
 
 # -------------------------------------------------------------------------------- compare
@@ -359,7 +392,7 @@ def compare_table(rows, old, new, control):
             pairs.append(f"| {t} | {s} | {fmt_paired(paired_by_round(rows, old, control, t, s))} | "
                          f"{fmt_paired(paired_by_round(rows, new, control, t, s))} | "
                          f"{fmt_paired(paired_by_round(rows, new, old, t, s))} |")
-    return "\n".join(out + [""] + notes + pairs)
+    return "\n".join(out + [""] + notes + pairs + cpu_lines(rows, [control, old, new], tests))
 
 
 def main():

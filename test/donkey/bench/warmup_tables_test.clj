@@ -29,16 +29,19 @@
     (row 2 "raw" "measure" 2 1000) (row 2 "old" "measure" 2 1000) (row 2 "new" "measure" 2 900)
     (row 2 "raw" "measure" 3 1000) (row 2 "old" "measure" 3 1000) (row 2 "new" "measure" 3 0 :errors -1)]))
 
-(defn- tables [mode & args]
+(defn- tables* [columns rows mode & args]
   (let [dir (doto (io/file (System/getProperty "java.io.tmpdir") (str "donkey-wt-" (System/nanoTime)))
               (.mkdirs))
         tsv (io/file dir "runs.tsv")]
     (try
-      (spit tsv (str/join "\n" (map #(str/join "\t" %) (cons columns (runs)))))
+      (spit tsv (str/join "\n" (map #(str/join "\t" %) (cons columns rows))))
       (apply sh/sh "python3" "bench/warmup_tables.py" mode (str tsv) (str (io/file dir "out.md"))
              (map #(if (= % :peak) (str (io/file dir "peak")) %) args))
       (finally
         (run! io/delete-file (reverse (file-seq dir)))))))
+
+(defn- tables [mode & args]
+  (apply tables* columns (runs) mode args))
 
 (defn- line-of [out & parts]
   (first (filter (fn [l] (every? #(str/includes? l %) parts)) (str/split-lines out))))
@@ -86,3 +89,22 @@
   (testing "seeded: the same rows give the same interval"
     (let [expr "w.round_interval({str(r): [0.7 + 0.05 * r, 1.0] for r in range(8)})"]
       (is (= (python expr) (python expr))))))
+
+(deftest cpu-of-the-measured-windows
+  (let [cpu (fn [[round _ _ phase _ window :as r]]
+              (if (= phase "measure")
+                (into r [99 (if (= window 1) 96 80) (if (= round 2) 0.5 0)])
+                (into r [-1 -1 -1])))
+        rows (map (comp cpu vec) (runs))
+        cols (into columns ["server_cpu" "load_cpu" "steal"])]
+    (doseq [[mode args] [["compare" ["old" "new" "raw"]] ["run" [:peak "raw"]]]]
+      (testing (str mode ": per variant the median and max over its measured windows, and how many had
+                the load generator at 95% or more; a window whose wrk run failed is left out")
+        (let [{:keys [exit out err]} (apply tables* cols rows mode args)]
+          (is (= 0 exit) err)
+          (is (= "| plaintext | raw | 99%, 99% | 80%, 96% | 0.5%, 0.5% | 2/5 |" (line-of out "| plaintext | raw | 99%")))
+          (is (= "| plaintext | new | 99%, 99% | 88%, 96% | 0.2%, 0.5% | 2/4 |" (line-of out "| plaintext | new | 99%"))))))
+    (testing "a runs.tsv without the CPU columns: no CPU table"
+      (let [{:keys [exit out]} (tables "compare" "old" "new" "raw")]
+        (is (= 0 exit))
+        (is (nil? (line-of out "load generator")))))))
