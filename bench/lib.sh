@@ -372,12 +372,12 @@ tsv_header() { tr ' ' '\t' <<<"$RUNS_COLUMNS" >"$1"; }
 tsv_row() { local file="$1"; shift; (IFS=$'\t'; echo "$*") >>"$file"; }  # tsv_row FILE FIELD...
 us_to_s() { printf '%d.%06d' $(( $1 / 1000000 )) $(( $1 % 1000000 )); }  # a non-negative count of us
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
-# cpu_ticks: "cpuN busy total steal" per CPU, in jiffies, from /proc/stat (guest time is in user).
-cpu_ticks() {
+# host_cpu_ticks: "cpuN busy total steal" per CPU, in jiffies, from /proc/stat (guest time is in user).
+host_cpu_ticks() {
   awk '$1 ~ /^cpu[0-9]+$/ { b = $2 + $3 + $4 + $7 + $8; print $1, b, b + $5 + $6 + $9, $9 }' /proc/stat 2>/dev/null || true
 }
-# cpu_window BEFORE AFTER: "server_cpu load_cpu steal" in percent between two cpu_ticks.
-cpu_window() {
+# host_cpu_window BEFORE AFTER: "server_cpu load_cpu steal" in percent between two host_cpu_ticks.
+host_cpu_window() {
   awk -v s="cpu$SERVER_CPU" -v l="cpu$LOAD_CPU" -v before="$1" -v after="$2" '
     function parse(text, into,   n, i, f, lines) {
       n = split(text, lines, "\n")
@@ -400,10 +400,10 @@ cpu_window() {
 load_window() {
   W_PHASE="$1"; W_SHAPE="$2"; W_INDEX="$3"
   local secs="$4" r dur ticks
-  ticks="$(cpu_ticks)"
+  ticks="$(host_cpu_ticks)"
   r="$(wrk_run "$secs" "$M_TEST" "$M_DIR/wrk-$M_LABEL-$M_TEST-r$M_ROUND-$W_PHASE-$W_SHAPE-$W_INDEX.txt" \
        "$CONNECTIONS" "$W_SHAPE")"
-  W_CPU="$(cpu_window "$ticks" "$(cpu_ticks)")"; W_CPU="${W_CPU:--1 -1 -1}"
+  W_CPU="$(host_cpu_window "$ticks" "$(host_cpu_ticks)")"; W_CPU="${W_CPU:--1 -1 -1}"
   W_TEND="$(us_to_s $(( $(now_us) - READY_US )))"
   W_ERR="$(errors_of "$r")"; W_RPS="$(field rps "$r")"; W_P99="$(field p99_us "$r")"
   dur="$(field duration_us "$r")"

@@ -98,8 +98,6 @@ build_wsload
 # shellcheck disable=SC2086  # a list of names
 select_variants $WS_VARIANTS
 
-loadavg() { cut -d' ' -f1 /proc/loadavg; }
-
 # cpu_ticks PID: user + system clock ticks the process has used
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ="$(getconf CLK_TCK)"
